@@ -1,0 +1,55 @@
+"""Configuration layer: actorbroker.toml, loaded into frozen dataclasses. Imports the stdlib and actorbroker.errors only.
+
+    from actorbroker.config import Config, load
+    config = load("actorbroker.toml").with_overrides(port=1884)
+    config.listeners[0].port, config.limits.max_qos, config.node.data_dir
+
+``load``/``loads`` raise :class:`~actorbroker.errors.InvalidConfigError` whose
+``errors`` lists every :class:`~actorbroker.errors.ConfigError` found, each with
+its 1-based ``line``; ``check`` returns that list instead. ``Config()`` is the
+defaults. The options, their defaults and their help live in :mod:`.schema`;
+docs/configuration.md and docs/actorbroker.example.toml are generated from it
+(``python -m actorbroker.config --write``).
+"""
+
+from __future__ import annotations
+
+from actorbroker.errors import ConfigError, InvalidConfigError
+
+from .loader import check, load, loads
+from .options import Option
+from .render import describe, render_example, render_markdown
+from .schema import (
+    OVERRIDES,
+    SECTIONS,
+    Config,
+    LimitsConfig,
+    ListenerConfig,
+    LogConfig,
+    NodeConfig,
+    RetainedConfig,
+    Section,
+    SysConfig,
+)
+
+__all__ = [
+    "OVERRIDES",
+    "SECTIONS",
+    "Config",
+    "ConfigError",
+    "InvalidConfigError",
+    "LimitsConfig",
+    "ListenerConfig",
+    "LogConfig",
+    "NodeConfig",
+    "Option",
+    "RetainedConfig",
+    "Section",
+    "SysConfig",
+    "check",
+    "describe",
+    "load",
+    "loads",
+    "render_example",
+    "render_markdown",
+]

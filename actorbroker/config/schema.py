@@ -1,0 +1,353 @@
+"""Configuration layer: the sections and options of actorbroker.toml. Imports the stdlib and actorbroker.errors only.
+
+One frozen dataclass per TOML section; each field's help text and constraints
+are written here once, and docs/configuration.md and
+docs/actorbroker.example.toml are generated from them
+(``python -m actorbroker.config --write``). Defaults follow what Mosquitto and
+EMQX users expect. Option names are stable: renaming one breaks users' files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from actorbroker.errors import ConfigError, InvalidConfigError
+
+from .checks import address, check_section, host_name, node_name, not_empty
+from .options import Option, option, option_of
+
+__all__ = [
+    "OVERRIDES",
+    "SECTIONS",
+    "Config",
+    "LimitsConfig",
+    "ListenerConfig",
+    "LogConfig",
+    "NodeConfig",
+    "RetainedConfig",
+    "Section",
+    "SysConfig",
+]
+
+#: The largest Remaining Length MQTT can encode (256 MiB - 1); the fixed header
+#: adds at most 5 bytes to it.
+PROTOCOL_MAX_PACKET_SIZE = 268_435_455
+
+
+@dataclass(frozen=True, slots=True)
+class NodeConfig:
+    """This broker process: its name and where it keeps its state."""
+
+    name: str = option(
+        kind=str,
+        default_factory=host_name,
+        default_doc="the host name",
+        values="letters, digits, '_', '.' and '-'",
+        extra=node_name,
+        help="""Name of this node. It appears in log lines and in the $SYS topics,
+        and it will name the node in a cluster, where it must be unique.""",
+    )
+    data_dir: str = option(
+        "./data",
+        values="a path",
+        extra=not_empty,
+        help="""Directory of the commit log, the session store and the retained
+        store; created when missing. A relative path is taken from the
+        directory the broker is started in, as Mosquitto's
+        persistence_location.""",
+    )
+
+    def __post_init__(self) -> None:
+        check_section(self, "node")
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    """Logging."""
+
+    level: str = option(
+        "info",
+        choices=("debug", "info", "warning", "error"),
+        help="""Least severe level that is logged: "debug" logs the most,
+        "error" only failures.""",
+    )
+
+    def __post_init__(self) -> None:
+        check_section(self, "log")
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerConfig:
+    """One MQTT listener per [[listeners]] table. Without any, the broker listens
+    on TCP 127.0.0.1:1883 only, reachable from this host, as Mosquitto 2 does
+    without a listener line. The --bind and --port flags replace the bind and
+    port of the first listener."""
+
+    type: str = option(
+        "tcp",
+        choices=("tcp",),
+        not_yet=("tls", "ws", "wss"),
+        help="""Transport. Only "tcp" (plain MQTT) for now; "tls", "ws" and "wss"
+        come in a later release and are refused until then.""",
+    )
+    bind: str = option(
+        "127.0.0.1",
+        values="an IP address or a host name",
+        extra=address,
+        help="""Address to listen on: an IP address or a host name. "0.0.0.0"
+        listens on every IPv4 interface, "::" on every IPv6 one.""",
+    )
+    port: int = option(
+        1883,
+        minimum=0,
+        maximum=65535,
+        zero="a free port chosen by the system, for tests",
+        help="""TCP port. Ports below 1024 need privileges.""",
+    )
+    max_connections: int = option(
+        10_000,
+        minimum=0,
+        zero="unlimited",
+        help="""Most clients connected through this listener at once; sockets
+        beyond it are closed as soon as they are accepted. Mosquitto writes
+        unlimited as -1, here it is 0. The process's open file limit
+        (ulimit -n) caps it too.""",
+    )
+
+    def __post_init__(self) -> None:
+        check_section(self, "listeners")
+
+
+@dataclass(frozen=True, slots=True)
+class LimitsConfig:
+    """Limits per client, the same on every listener."""
+
+    max_packet_size: int = option(
+        PROTOCOL_MAX_PACKET_SIZE,
+        minimum=20,
+        maximum=PROTOCOL_MAX_PACKET_SIZE,
+        unit="bytes",
+        help="""Largest packet accepted from a client, in bytes, headers included.
+        A client that sends a larger one is disconnected (MQTT 5: reason 0x95,
+        Packet too large); MQTT 5 clients are told the limit in CONNACK. The
+        default is the largest size MQTT can encode (256 MiB). Below 20 is refused, as in
+        Mosquitto: it would refuse ordinary CONNECT packets.""",
+    )
+    max_inflight_messages: int = option(
+        20,
+        minimum=1,
+        maximum=65535,
+        help="""Outgoing QoS 1 and 2 messages per client awaiting acknowledgement
+        at once; the next ones wait in the client's queue. An MQTT 5 client's
+        Receive Maximum lowers it further. 1 keeps delivery in order even
+        across retries. Mosquitto's 0 (no maximum) is 65535 here: packet
+        identifiers have 16 bits.""",
+    )
+    max_queued_messages: int = option(
+        1000,
+        minimum=0,
+        zero="unlimited, not recommended",
+        help="""Messages held per client beyond those in flight, while it is slow
+        or offline with a persistent session. When the queue is full, further
+        messages for that client are dropped, as in Mosquitto.""",
+    )
+    max_queued_bytes: int = option(
+        0,
+        minimum=0,
+        zero="unlimited",
+        unit="bytes",
+        help="""Payload bytes held per client in the same queue; whichever of this
+        and max_queued_messages is reached first applies.""",
+    )
+    queue_qos0_messages: bool = option(
+        False,
+        help="""Whether QoS 0 messages are queued for an offline client with a
+        persistent session too (within the same limits). The protocol leaves
+        it to the broker; Mosquitto does not queue them by default either.""",
+    )
+    connect_timeout: float = option(
+        10.0,
+        above=0,
+        unit="seconds",
+        help="""Seconds a new connection has to send its CONNECT packet; a socket
+        that has not by then is closed.""",
+    )
+    max_client_id_length: int = option(
+        65535,
+        minimum=23,
+        maximum=65535,
+        rule="[MQTT-3.1.3-5]",
+        help="""Longest client identifier accepted, in bytes of UTF-8; a longer
+        one is refused (CONNACK 0x85, Client Identifier not valid; MQTT 3:
+        0x02, identifier rejected). Every broker must accept 1 to 23
+        characters [MQTT-3.1.3-5], so less than 23 is refused. MQTT 3.1
+        clients are held to 23 by their own specification.""",
+    )
+    max_keepalive: int = option(
+        65535,
+        minimum=10,
+        maximum=65535,
+        unit="seconds",
+        help="""Longest keep alive allowed, in seconds. An MQTT 5 client asking for
+        more, or for 0 (none), is given this value as Server Keep Alive in
+        CONNACK; an MQTT 3 client that asks for more cannot be told and is
+        refused (CONNACK 0x02, identifier rejected), as in Mosquitto. Less
+        than 10 is refused, as Mosquitto advises.""",
+    )
+    max_qos: int = option(
+        2,
+        choices=(0, 1, 2),
+        help="""Highest QoS accepted. MQTT 5 clients are told in CONNACK (Maximum
+        QoS) and disconnected with 0x9B (QoS not supported) if they publish
+        above it; subscriptions of every client are granted at most this QoS,
+        as Mosquitto's max_qos.""",
+    )
+
+    def __post_init__(self) -> None:
+        check_section(self, "limits")
+
+
+@dataclass(frozen=True, slots=True)
+class SysConfig:
+    """The $SYS/broker/... topics, where the broker publishes its statistics."""
+
+    interval: float = option(
+        10.0,
+        minimum=0,
+        zero="no $SYS topics",
+        unit="seconds",
+        help="""Seconds between two updates of the $SYS topics (clients, messages,
+        bytes, uptime); 0 turns them off, as Mosquitto's sys_interval.""",
+    )
+
+    def __post_init__(self) -> None:
+        check_section(self, "sys")
+
+
+@dataclass(frozen=True, slots=True)
+class RetainedConfig:
+    """Retained messages."""
+
+    enabled: bool = option(
+        True,
+        help="""Whether retained messages are kept. When false, MQTT 5 clients are
+        told in CONNACK (Retain Available) and a client that publishes with
+        RETAIN set is disconnected (MQTT 5: 0x9A, Retain not supported), as
+        with Mosquitto's retain_available false.""",
+    )
+    max_retained_messages: int = option(
+        0,
+        minimum=0,
+        zero="unlimited",
+        help="""Most retained messages kept, over all topics. At the limit a
+        retained message to a topic that has none is delivered but not kept;
+        replacing or clearing an existing one still works.""",
+    )
+
+    def __post_init__(self) -> None:
+        check_section(self, "retained")
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """A TOML section: its name, its dataclass, and whether it is an [[array]]."""
+
+    name: str
+    cls: type[Any]
+    is_array: bool = False
+
+    def options(self) -> list[tuple[str, Option]]:
+        """(name, Option) of every field, in declaration order."""
+        return [(f.name, option_of(f)) for f in dataclasses.fields(self.cls)]
+
+    @property
+    def header(self) -> str:
+        return f"[[{self.name}]]" if self.is_array else f"[{self.name}]"
+
+
+#: Every section, in the order of the docs and of the example file.
+SECTIONS: tuple[Section, ...] = (
+    Section("node", NodeConfig),
+    Section("log", LogConfig),
+    Section("listeners", ListenerConfig, is_array=True),
+    Section("limits", LimitsConfig),
+    Section("sys", SysConfig),
+    Section("retained", RetainedConfig),
+)
+
+#: Command line flag -> (keyword of Config.with_overrides, option it replaces).
+OVERRIDES: dict[str, tuple[str, str, str]] = {
+    "--bind": ("bind", "listeners", "bind"),
+    "--port": ("port", "listeners", "port"),
+    "--data-dir": ("data_dir", "node", "data_dir"),
+    "--log-level": ("log_level", "log", "level"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """The whole configuration: defaults, then the file, then command line flags.
+
+    Build it with :func:`actorbroker.config.load` (a file) or
+    :func:`actorbroker.config.loads` (text); ``Config()`` is the defaults.
+    Sections built in code are checked as a file would be (an
+    :class:`InvalidConfigError` without lines); ``listeners`` may be empty in
+    code (a broker without listeners, for tests), never in a file.
+    """
+
+    node: NodeConfig = field(default_factory=NodeConfig)
+    log: LogConfig = field(default_factory=LogConfig)
+    listeners: tuple[ListenerConfig, ...] = (ListenerConfig(),)
+    limits: LimitsConfig = field(default_factory=LimitsConfig)
+    sys: SysConfig = field(default_factory=SysConfig)
+    retained: RetainedConfig = field(default_factory=RetainedConfig)
+
+    def with_overrides(
+        self,
+        *,
+        bind: str | None = None,
+        port: int | None = None,
+        data_dir: str | None = None,
+        log_level: str | None = None,
+    ) -> Config:
+        """A copy with the command line flags that were given (not None) applied.
+
+        ``bind`` and ``port`` replace those of the first listener (and make one
+        if a Config built in code has none). Values are
+        checked as in a file; every bad one is reported in one
+        :class:`InvalidConfigError` whose source is ``"command line"``.
+        """
+        given = {"bind": bind, "port": port, "data_dir": data_dir, "log_level": log_level}
+        errors: list[ConfigError] = []
+        checked: dict[str, Any] = {}
+        for flag, (keyword, section_name, name) in OVERRIDES.items():
+            value = given[keyword]
+            if value is None:
+                continue
+            section = next(s for s in SECTIONS if s.name == section_name)
+            accepted, message = dict(section.options())[name].check(value, flag)
+            if message is None:
+                checked[keyword] = accepted
+            else:
+                errors.append(ConfigError(
+                    message, source="command line", key=f"{section_name}.{name}",
+                ))
+        if errors:
+            raise InvalidConfigError(errors, source="command line")
+        listeners = self.listeners
+        if "bind" in checked or "port" in checked:
+            first = listeners[0] if listeners else ListenerConfig()
+            first = dataclasses.replace(
+                first, bind=checked.get("bind", first.bind), port=checked.get("port", first.port)
+            )
+            listeners = (first, *listeners[1:])
+        return dataclasses.replace(
+            self,
+            listeners=listeners,
+            node=dataclasses.replace(
+                self.node, data_dir=checked.get("data_dir", self.node.data_dir)
+            ),
+            log=dataclasses.replace(self.log, level=checked.get("log_level", self.log.level)),
+        )

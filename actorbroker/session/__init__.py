@@ -1,0 +1,82 @@
+"""Session layer: pure per-client rules: inflight, packet ids, queue policy, will, expiry.
+
+Imports the standard library, :mod:`actorbroker.codec` and
+:mod:`actorbroker.routing` only. No asyncio, threads or clocks: methods take
+``now`` and return effects (:mod:`.effects`) for the SessionActor to carry out.
+
+    from actorbroker.session import SessionCore, check_connect, Accepted
+
+    decision = check_connect(connect)            # Accepted(client_id, ...) or Refused
+    core = SessionCore(decision.client_id)
+    effects = core.attach(connect, now)          # [Send((ConnAck(...), ...)), ...]
+    effects = core.handle_all(packets, now)      # Route, Send, RequestSubscribe, Close, ...
+    effects = core.deliver(message, qos, now)    # Send, or queued, or Dropped
+"""
+
+from .config import SessionConfig, coalesce
+from .connect import (
+    Accepted,
+    Authenticator,
+    ConnectDecision,
+    ConnectPolicy,
+    Refused,
+    check_connect,
+    new_client_id,
+)
+from .core import SessionCore
+from .effects import (
+    EXPIRY_TIMER,
+    CancelTimer,
+    Close,
+    DropReason,
+    Dropped,
+    Effect,
+    EndSession,
+    PublishWill,
+    RequestSubscribe,
+    RequestUnsubscribe,
+    Route,
+    Send,
+    StartTimer,
+)
+from .lifecycle import LifecycleError, SessionState
+from .message import AppMessage, Delivery
+from .packet_ids import PacketIdAllocator, PacketIdsExhaustedError
+from .qos_inbound import InboundState
+from .qos_outbound import OutboundState
+from .queue import QueuePolicy
+
+__all__ = [
+    "EXPIRY_TIMER",
+    "Accepted",
+    "AppMessage",
+    "Authenticator",
+    "CancelTimer",
+    "Close",
+    "ConnectDecision",
+    "ConnectPolicy",
+    "Delivery",
+    "DropReason",
+    "Dropped",
+    "Effect",
+    "EndSession",
+    "InboundState",
+    "LifecycleError",
+    "OutboundState",
+    "PacketIdAllocator",
+    "PacketIdsExhaustedError",
+    "PublishWill",
+    "QueuePolicy",
+    "Refused",
+    "RequestSubscribe",
+    "RequestUnsubscribe",
+    "Route",
+    "SessionConfig",
+    "SessionCore",
+    "SessionState",
+    "Send",
+    "StartTimer",
+    "check_connect",
+    "coalesce",
+    "new_client_id",
+]

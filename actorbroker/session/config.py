@@ -1,0 +1,57 @@
+"""Session layer: the limits and capabilities a session core is configured with. Stdlib and codec only.
+
+One :class:`SessionConfig` per listener (or per broker) is shared by every
+session core; :class:`~actorbroker.session.queue.QueuePolicy` holds the
+window and queue limits, :func:`coalesce` merges adjacent sends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from actorbroker.codec import Packet
+
+from .effects import Effect, Send
+from .queue import QueuePolicy
+
+__all__ = ["SessionConfig", "coalesce"]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionConfig:
+    """Per-session limits and broker capabilities.
+
+    ``session_expiry``: seconds a detached persistent session is kept (None:
+    until the client cleans it, as MQTT 3.x says; Mosquitto's
+    ``persistent_client_expiration``). The keepalive is enforced by the
+    transport ([MQTT-3.1.2-24]), not here.
+    """
+
+    queue: QueuePolicy = field(default_factory=QueuePolicy)
+    max_qos: int = 2
+    retain_available: bool = True
+    session_expiry: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_qos not in (0, 1, 2):
+            raise ValueError(f"max_qos must be 0, 1 or 2, not {self.max_qos!r}")
+        if self.session_expiry is not None and self.session_expiry < 0:
+            raise ValueError("session_expiry must be >= 0 or None")
+
+
+def coalesce(effects: Iterable[Effect]) -> list[Effect]:
+    """``effects`` with each run of adjacent ``Send`` merged into one (one write)."""
+    merged: list[Effect] = []
+    run: list[Packet] = []
+    for effect in effects:
+        if isinstance(effect, Send):
+            run.extend(effect.packets)
+            continue
+        if run:
+            merged.append(Send(tuple(run)))
+            run = []
+        merged.append(effect)
+    if run:
+        merged.append(Send(tuple(run)))
+    return merged

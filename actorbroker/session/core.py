@@ -1,0 +1,379 @@
+"""Session layer: the pure protocol core of one client session. Stdlib, codec and routing only.
+
+:class:`SessionCore` holds what MQTT calls the Session State of one client
+id (subscriptions, outbound QoS 1/2 in flight, the queue, inbound QoS 2 ids
+awaiting PUBREL) plus what its current connection brought (protocol level,
+keepalive, Will). The keepalive itself is enforced by the transport, which
+sees every packet for free ([MQTT-3.1.2-24]): the core keeps no timer per
+packet and closes nothing for silence. It does no I/O and reads no clock: every method takes
+``now`` (monotonic seconds) where time matters and returns the list of
+:mod:`~actorbroker.session.effects` its actor carries out, in order.
+
+How the actor drives it::
+
+    CONNECT accepted (connect.check_connect) -> attach(connect, now)
+    the same client id connects again         -> take_over(now), then attach(...)
+    packets read from the connection          -> handle_all(packets, now)
+    Deliver(message, qos) from a topic        -> deliver(message, qos, now)
+    registry answered RequestSubscribe        -> subscribed(packet_id, results, retained, now)
+    registry answered RequestUnsubscribe      -> unsubscribed(packet_id, now)
+    a timer fired                             -> on_timer(name, now)
+    the connection is gone (either side)      -> detach(now)
+    administrative removal of an offline one  -> expire(now)
+    a restarted actor found its subscriptions -> restore(subscriptions, now)
+
+State changes go through the :mod:`~actorbroker.session.lifecycle` table;
+calling a method in a state that does not allow it raises
+:class:`~actorbroker.session.lifecycle.LifecycleError` (an actor bug). A
+peer's misbehaviour never raises: it becomes a ``Close`` effect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
+
+from actorbroker.codec import (
+    NO_PROPERTIES,
+    ConnAck,
+    Connect,
+    Disconnect,
+    Packet,
+    PingReq,
+    PingResp,
+    Properties,
+    ProtocolError,
+    PubAck,
+    PubComp,
+    PubRec,
+    PubRel,
+    Publish,
+    ReasonCode,
+    SubAck,
+    Subscribe,
+    Subscription,
+    Unsubscribe,
+    Will,
+)
+from actorbroker.codec.states import ConnectionState, next_state
+from actorbroker.routing import matches
+
+from . import lifecycle
+from .config import SessionConfig, coalesce
+from .effects import (
+    EXPIRY_TIMER,
+    CancelTimer,
+    Close,
+    DropReason,
+    Dropped,
+    Effect,
+    EndSession,
+    PublishWill,
+    RequestUnsubscribe,
+    Send,
+    StartTimer,
+)
+from .lifecycle import SessionState
+from .message import AppMessage, Delivery
+from .inbound import Inbox
+from .outbox import Outbox
+from .qos_outbound import OutboundState
+from .subscriptions import SubscriptionBook
+
+__all__ = ["SessionCore"]
+
+_S = SessionState
+
+
+def _send(packets: Sequence[Packet], extra: Iterable[Effect] = ()) -> list[Effect]:
+    """A Send of ``packets`` (none if empty) followed by ``extra``."""
+    effects: list[Effect] = [Send(tuple(packets))] if packets else []
+    effects.extend(extra)
+    return effects
+
+
+class SessionCore:
+    """The Session State of one client id and the rules of its connection (see module doc)."""
+
+    def __init__(self, client_id: str, config: SessionConfig | None = None) -> None:
+        self.client_id = client_id
+        self.config = config or SessionConfig()
+        self._state = lifecycle.INITIAL
+        # What the current (or last) connection brought.
+        self.protocol_level = 4
+        self.clean_session = True
+        self.keepalive = 0
+        self.will: Will | None = None
+        self._disconnect_received = False
+        self._closing = False
+        self._expiry_armed = False
+        # The Session State proper.
+        self._book = SubscriptionBook()
+        self._outbox = Outbox(self.config.queue)
+        self._inbox = Inbox(client_id, self.config)
+
+    # ----------------------------------------------------------------- views
+
+    @property
+    def state(self) -> SessionState:
+        """Where the session stands in its lifecycle."""
+        return self._state
+
+    @property
+    def attached(self) -> bool:
+        """True while a connection is attached and not being closed."""
+        return self._state is _S.CONNECTED and not self._closing
+
+    @property
+    def subscriptions(self) -> Mapping[str, Subscription]:
+        """Granted subscriptions by topic filter (``qos`` is the granted QoS)."""
+        return self._book.subscriptions
+
+    @property
+    def inflight(self) -> Mapping[int, tuple[Delivery, OutboundState]]:
+        """Outbound QoS 1/2 deliveries awaiting acknowledgement, by packet id, in resend order."""
+        return MappingProxyType({pid: (d, st) for pid, d, st in self._outbox.flights()})
+
+    @property
+    def queued(self) -> tuple[Delivery, ...]:
+        """Deliveries waiting for the window or for the client, oldest first."""
+        return tuple(self._outbox.queue)
+
+    @property
+    def queued_bytes(self) -> int:
+        """Payload bytes in the queue."""
+        return self._outbox.queue.bytes
+
+    @property
+    def inbound_qos2(self) -> frozenset[int]:
+        """Packet ids of client QoS 2 PUBLISHes routed and awaiting PUBREL."""
+        return frozenset(self._inbox.qos2)
+
+    # ------------------------------------------------------------ lifecycle
+
+    def attach(
+        self, connect: Connect, now: float, *, connack_properties: Properties = NO_PROPERTIES
+    ) -> list[Effect]:
+        """A connection whose CONNECT was accepted attaches to this session.
+
+        Sends CONNACK (Session Present when a persistent session resumes,
+        [MQTT-3.2.2-2]; never at MQTT 3.1, whose CONNACK has no such flag),
+        then every unacknowledged PUBLISH with DUP=1 and every PUBREL in their
+        order ([MQTT-4.4.0-1]), then as much of the queue as the window takes.
+        Clean Session 1 (or a clean session taken over) discards the old state
+        first ([MQTT-3.1.2-6]).
+        """
+        before = self._state
+        discard = connect.clean_start or (before is _S.TAKEN_OVER and self.clean_session)
+        self._state = lifecycle.advance(before, lifecycle.ATTACH)
+        effects: list[Effect] = []
+        if discard and before is not _S.NEW:
+            effects += self._discard_state()
+        resumed = before in (_S.DISCONNECTED, _S.TAKEN_OVER) and not discard
+        self.protocol_level = connect.protocol_level
+        self.clean_session = connect.clean_start
+        self.keepalive = connect.keepalive
+        self.will = connect.will
+        self._disconnect_received = self._closing = False
+        connack = ConnAck(resumed and self.protocol_level != 3, 0, connack_properties)
+        packets, dropped = self._outbox.resume(now)
+        effects += _send([connack, *packets], dropped)
+        if self._expiry_armed:
+            self._expiry_armed = False
+            effects.append(CancelTimer(EXPIRY_TIMER))
+        return effects
+
+    def take_over(self, now: float) -> list[Effect]:
+        """Another connection with this client id arrived: close the attached one.
+
+        Its Will is published (it did not DISCONNECT); what survives is
+        decided by the :meth:`attach` of the new connection, which must follow.
+        """
+        self._state = lifecycle.advance(self._state, lifecycle.TAKE_OVER)
+        effects = self._close(
+            ReasonCode.SESSION_TAKEN_OVER,
+            "[MQTT-3.1.4-2] (5.0: [MQTT-3.1.4-3]) the client id connected again",
+        )
+        return effects + self._connection_ended(now, graceful=False)
+
+    def detach(self, now: float, *, graceful: bool = False) -> list[Effect]:
+        """The attached connection is gone (closed by either side).
+
+        The Will is published unless the client sent DISCONNECT or the
+        caller says ``graceful`` ([MQTT-3.1.2-8], [MQTT-3.1.2-10]). A clean
+        session ends here ([MQTT-3.1.2-6]); a persistent one keeps its state
+        and queues QoS 1/2 messages ([MQTT-3.1.2-4], [MQTT-3.1.2-5]) until it expires.
+        """
+        ended = self.clean_session
+        self._state = lifecycle.advance(self._state, lifecycle.END if ended else lifecycle.DETACH)
+        effects = self._connection_ended(now, graceful=graceful)
+        if ended:
+            effects += self._discard_state()
+            effects.append(EndSession("clean session ended with its connection"))
+        elif self.config.session_expiry is not None:
+            self._expiry_armed = True
+            effects.append(StartTimer(EXPIRY_TIMER, self.config.session_expiry))
+        return effects
+
+    def expire(self, now: float) -> list[Effect]:
+        """End an offline persistent session: its state is discarded."""
+        self._state = lifecycle.advance(self._state, lifecycle.EXPIRE)
+        self._expiry_armed = False
+        return [*self._discard_state(), EndSession("persistent session expired")]
+
+    def restore(self, subscriptions: Iterable[Subscription], now: float) -> list[Effect]:
+        """Take back the subscriptions of a persistent session whose actor was restarted.
+
+        Only for a NEW core: the session is then DISCONNECTED with these
+        subscriptions (the registry still holds them), so that the client's
+        next CONNECT with Clean Session 0 resumes it ([MQTT-3.2.2-2]). What
+        was in flight or queued died with the old actor.
+        """
+        self._state = lifecycle.advance(self._state, lifecycle.RESTORE)
+        self.clean_session = False
+        self._book.restore(subscriptions)
+        if self.config.session_expiry is None:
+            return []
+        self._expiry_armed = True
+        return [StartTimer(EXPIRY_TIMER, self.config.session_expiry)]
+
+    def on_timer(self, name: str, now: float) -> list[Effect]:
+        """A timer the core asked for fired; stale firings are ignored."""
+        if name == EXPIRY_TIMER:
+            if self._state is not _S.DISCONNECTED or not self._expiry_armed:
+                return []
+            return self.expire(now)
+        raise ValueError(f"unknown timer {name!r}")
+
+    # ------------------------------------------------------------- inbound
+
+    def handle_all(self, packets: Iterable[Packet], now: float) -> list[Effect]:
+        """:meth:`handle` each packet of one read, adjacent sends merged."""
+        effects: list[Effect] = []
+        for packet in packets:
+            effects += self.handle(packet, now)
+        return coalesce(effects)
+
+    def handle(self, packet: Packet, now: float) -> list[Effect]:
+        """One packet from the attached client; ignored once the core asked to close."""
+        if self._state is not _S.CONNECTED:
+            raise lifecycle.LifecycleError(
+                f"{type(packet).__name__} handled while the session is {self._state.name}"
+            )
+        if self._closing:
+            return []
+        try:
+            # Second CONNECT, server-to-client packets: ProtocolError.
+            next_state(ConnectionState.CONNECTED, packet.packet_type)
+            match packet:
+                case Publish():
+                    return [self._inbox.publish(packet, now)]
+                case PubAck() | PubRec() | PubComp():
+                    packets, dropped = self._outbox.ack(packet, now, level=self.protocol_level)
+                    return _send(packets, dropped)
+                case PubRel():
+                    return [Send((self._inbox.release(packet.packet_id, level=self.protocol_level),))]
+                case Subscribe():
+                    answer = self._book.subscribe(
+                        packet, level=self.protocol_level, max_qos=self.config.max_qos
+                    )
+                    return [Send((answer,))] if isinstance(answer, SubAck) else [answer]
+                case Unsubscribe():
+                    return [self._book.unsubscribe(packet)]
+                case PingReq():
+                    return [Send((PingResp(),))]
+                case Disconnect():
+                    # MQTT 5 reason 0x04 asks for the Will all the same.
+                    self._disconnect_received = (
+                        packet.reason_code != ReasonCode.DISCONNECT_WITH_WILL_MESSAGE
+                    )
+                    self._closing = True
+                    return [Close(ReasonCode.NORMAL_DISCONNECTION, "client sent DISCONNECT")]
+                case _:
+                    raise ProtocolError(f"{type(packet).__name__} is not supported yet")
+        except ProtocolError as exc:
+            return self._close(exc.reason_code, str(exc))
+
+    # ------------------------------------------------------------ outbound
+
+    def deliver(
+        self, message: AppMessage, qos: int, now: float, *, retain: bool = False
+    ) -> list[Effect]:
+        """Deliver ``message`` to this client through a subscription granted ``qos``.
+
+        The delivery QoS is the lower of the two (section 3.8.4). ``retain`` is
+        the RETAIN flag to send: False when forwarding a live message
+        ([MQTT-3.3.1-9]), True for a retained message sent because of a new
+        subscription ([MQTT-3.3.1-8]). Sent at once when attached and the
+        window allows, else queued or dropped (see :mod:`.queue`).
+        """
+        delivery = Delivery(message, min(message.qos, qos), retain)
+        if self._state is _S.ENDED:
+            return [Dropped(message, delivery.qos, DropReason.SESSION_ENDED)]
+        packets, dropped = self._outbox.deliver(delivery, now, online=self.attached)
+        return _send(packets, dropped)
+
+    def subscribed(
+        self,
+        packet_id: int,
+        results: Sequence[int] | None,
+        retained: Sequence[AppMessage],
+        now: float,
+    ) -> list[Effect]:
+        """The registry added the subscriptions of SUBSCRIBE ``packet_id``.
+
+        ``results``: one code per subscription of the RequestSubscribe (the
+        granted QoS, or >= 0x80 refused), None for "all as asked";
+        ``retained``: the retained messages matching the granted filters.
+        Sends the SUBACK, then each retained message with RETAIN=1 at the
+        highest QoS granted to a filter of this SUBSCRIBE matching its topic
+        ([MQTT-3.8.4-3], [MQTT-3.3.1-8]).
+        """
+        if self._state is _S.ENDED:
+            return []
+        confirmed = self._book.subscribed(packet_id, results)
+        effects: list[Effect] = []
+        if confirmed.reply and self.attached:
+            effects.append(Send((confirmed.suback,)))
+        if not confirmed.granted:
+            return effects  # refused, or answered after its session state was discarded
+        for message in retained:
+            granted = [s.qos for s in confirmed.granted if matches(s.topic_filter, message.topic)]
+            if not granted:
+                raise ValueError(f"retained topic {message.topic!r} matches no granted filter")
+            effects += self.deliver(message, max(granted), now, retain=True)
+        return coalesce(effects)
+
+    def unsubscribed(self, packet_id: int, now: float) -> list[Effect]:
+        """The registry removed the filters of UNSUBSCRIBE ``packet_id``: send UNSUBACK."""
+        if self._state is _S.ENDED:
+            return []
+        unsuback, reply = self._book.unsubscribed(packet_id, level=self.protocol_level)
+        return [Send((unsuback,))] if reply and self.attached else []
+
+    # ------------------------------------------------------------- helpers
+
+    def _close(self, code: ReasonCode, reason: str) -> list[Effect]:
+        """Ask the actor to close the connection (MQTT 5: DISCONNECT first); wait for detach."""
+        self._closing = True
+        disconnect = [Disconnect(code)] if self.protocol_level == 5 else []
+        return _send(disconnect, [Close(code, reason)])
+
+    def _connection_ended(self, now: float, *, graceful: bool) -> list[Effect]:
+        effects: list[Effect] = []
+        will, self.will = self.will, None  # [MQTT-3.1.2-10]: published or discarded, never kept
+        if will is not None and not graceful and not self._disconnect_received:
+            message = AppMessage.from_will(will, publisher=self.client_id, received_at=now)
+            effects.append(PublishWill(message))
+        self._closing = False
+        self._book.connection_lost()
+        return effects
+
+    def _discard_state(self) -> list[Effect]:
+        """Forget the Session State; report undelivered messages and the filters to remove."""
+        effects: list[Effect] = list(self._outbox.discard())
+        self._inbox.qos2.clear()
+        filters = self._book.clear()
+        if filters:
+            effects.append(RequestUnsubscribe(None, filters))
+        return effects

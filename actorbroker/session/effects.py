@@ -1,0 +1,172 @@
+"""Session layer: the effects a session core asks its actor to carry out. Stdlib and codec only.
+
+The core never does I/O: each of its methods returns a list of these, in the
+order they must be carried out. The SessionActor matches on the type:
+
+    Send(packets)                  write these packets to the attached connection, in order
+    Route(message, ack)            publish into the broker; once accepted (durable per
+                                   the storage policy) send ``ack`` to the publisher
+    PublishWill(message)           publish the Will of the connection that just ended
+    RequestSubscribe(id, subs)     add these subscriptions in the registry, then call
+                                   ``core.subscribed(id, results, retained, now)``
+    RequestUnsubscribe(id, filters)  remove them; when ``id`` is not None, then call
+                                   ``core.unsubscribed(id, now)``
+    StartTimer(name, delay)        (re)arm the named timer; when it fires call
+                                   ``core.on_timer(name, now)``
+    CancelTimer(name)              disarm it (no-op if not armed)
+    Close(reason_code, reason)     close the network connection (any v5 DISCONNECT to
+                                   send was in a Send before it); then call
+                                   ``core.detach(now)`` once it is closed (not after
+                                   ``take_over``, which ``attach`` follows at once)
+    Dropped(message, qos, reason)  a delivery was discarded: count it, never resend it
+    EndSession(reason)             the session is over: forget its durable state, stop
+
+The only timer is :data:`EXPIRY_TIMER`; the keepalive is the transport's
+(it sees every packet without a message per packet).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Final
+
+from actorbroker.codec import Packet, PubAck, PubRec, ReasonCode, Subscription
+
+from .message import AppMessage
+
+__all__ = [
+    "EXPIRY_TIMER",
+    "CancelTimer",
+    "Close",
+    "DropReason",
+    "Dropped",
+    "Effect",
+    "EndSession",
+    "PublishWill",
+    "RequestSubscribe",
+    "RequestUnsubscribe",
+    "Route",
+    "Send",
+    "StartTimer",
+]
+
+#: Fires when a detached persistent session has been offline for its expiry time.
+EXPIRY_TIMER: Final = "session_expiry"
+
+
+class DropReason(Enum):
+    """Why a delivery was discarded (the metric label)."""
+
+    #: max_queued_messages or max_queued_bytes reached: the *new* message is
+    #: dropped and the queue kept, as Mosquitto does.
+    QUEUE_FULL = "queue_full"
+    #: QoS 0 to a client that is offline, with queue_qos0 off.
+    OFFLINE_QOS0 = "offline_qos0"
+    #: An MQTT 5 Message Expiry Interval ran out while the message waited.
+    EXPIRED = "expired"
+    #: The session state was discarded (clean session ended, session expired,
+    #: or a clean reconnect replaced it) with this message not yet acknowledged.
+    SESSION_ENDED = "session_ended"
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Write ``packets`` to the attached connection, in order, in one write if possible."""
+
+    packets: tuple[Packet, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """Publish ``message`` into the broker (to the topic's subscribers, retained store).
+
+    ``ack`` is the PUBACK (QoS 1) or PUBREC (QoS 2) owed to the publisher, None
+    for QoS 0. Send it once the message is accepted: after the commit log
+    made it durable when storage is on. Packets of later ``Send`` effects
+    must not overtake a pending ack.
+    """
+
+    message: AppMessage
+    ack: PubAck | PubRec | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PublishWill:
+    """Publish the Will Message of the connection that ended without DISCONNECT."""
+
+    message: AppMessage
+
+
+@dataclass(frozen=True, slots=True)
+class RequestSubscribe:
+    """Add ``subscriptions`` (QoS already capped to what is granted) for this client.
+
+    Answer with ``core.subscribed(packet_id, results, retained, now)``; the
+    core sends the SUBACK then.
+    """
+
+    packet_id: int
+    subscriptions: tuple[Subscription, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestUnsubscribe:
+    """Remove these filters of this client from the registry.
+
+    With a ``packet_id`` the client asked (answer with
+    ``core.unsubscribed(packet_id, now)``, which sends the UNSUBACK); with
+    None the core is discarding the session's subscriptions itself.
+    """
+
+    packet_id: int | None
+    topic_filters: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StartTimer:
+    """Arm (or re-arm) the timer ``name`` to fire ``delay`` seconds from now."""
+
+    name: str
+    delay: float
+
+
+@dataclass(frozen=True, slots=True)
+class CancelTimer:
+    """Disarm the timer ``name``."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Close:
+    """Close the network connection.
+
+    ``reason_code`` is the MQTT 5 reason (also the metric label for 3.x);
+    ``reason`` a log line carrying the spec rule id where one was broken.
+    """
+
+    reason_code: ReasonCode
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Dropped:
+    """A delivery of ``message`` at ``qos`` was discarded for ``reason``."""
+
+    message: AppMessage
+    qos: int
+    reason: DropReason
+
+
+@dataclass(frozen=True, slots=True)
+class EndSession:
+    """The session ended: forget its durable state; the actor may stop."""
+
+    reason: str
+
+
+Effect = (
+    Send | Route | PublishWill | RequestSubscribe | RequestUnsubscribe | StartTimer
+    | CancelTimer | Close | Dropped | EndSession
+)

@@ -1,0 +1,101 @@
+"""Session layer: the outbound queue policy of one session. Stdlib and codec only.
+
+A delivery to a client goes out at once when it can: QoS 0 whenever the
+client is connected; QoS 1/2 when the client is connected, nothing is queued
+ahead of it, and fewer than ``max_inflight`` deliveries await
+acknowledgement (Mosquitto's ``max_inflight_messages``, default 20). Anything
+else waits in one FIFO queue, which is drained into the window as
+acknowledgements free it and when the client reconnects. FIFO over the whole
+queue keeps the order of every topic ([MQTT-4.6.0-6]).
+
+Drop policy (Mosquitto's): the queue holds at most ``max_queued_messages``
+deliveries and ``max_queued_bytes`` payload bytes (0 means no limit); a
+delivery that does not fit is dropped, the queue is kept. QoS 0 to an
+offline client is dropped unless ``queue_qos0`` (then it counts against the
+same limits). Every drop is reported by the session as a
+:class:`~actorbroker.session.effects.Dropped` effect with its reason.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from .effects import DropReason
+from .message import Delivery
+from .packet_ids import MAX_PACKET_ID
+
+__all__ = ["OutboundQueue", "QueuePolicy"]
+
+
+@dataclass(frozen=True, slots=True)
+class QueuePolicy:
+    """Limits of one session's outbound window and queue (0 means unlimited for the queue)."""
+
+    max_inflight: int = 20
+    max_queued_messages: int = 1000
+    max_queued_bytes: int = 0
+    queue_qos0: bool = False
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_inflight <= MAX_PACKET_ID:
+            raise ValueError(f"max_inflight must be in 1..{MAX_PACKET_ID}, not {self.max_inflight}")
+        if self.max_queued_messages < 0 or self.max_queued_bytes < 0:
+            raise ValueError("queue limits must be >= 0 (0 means unlimited)")
+
+    def window_open(self, inflight: int) -> bool:
+        """True if one more QoS 1/2 delivery may be in flight."""
+        return inflight < self.max_inflight
+
+
+class OutboundQueue:
+    """FIFO of deliveries waiting for the client or for the inflight window."""
+
+    __slots__ = ("_bytes", "_items", "policy")
+
+    def __init__(self, policy: QueuePolicy = QueuePolicy()) -> None:
+        self.policy = policy
+        self._items: deque[Delivery] = deque()
+        self._bytes = 0
+
+    def offer(self, delivery: Delivery, *, online: bool) -> DropReason | None:
+        """Append ``delivery``, or return why it is dropped instead (the queue is unchanged)."""
+        policy = self.policy
+        if delivery.qos == 0 and not online and not policy.queue_qos0:
+            return DropReason.OFFLINE_QOS0
+        if policy.max_queued_messages and len(self._items) >= policy.max_queued_messages:
+            return DropReason.QUEUE_FULL
+        size = delivery.message.size
+        if policy.max_queued_bytes and self._bytes + size > policy.max_queued_bytes:
+            return DropReason.QUEUE_FULL
+        self._items.append(delivery)
+        self._bytes += size
+        return None
+
+    def pop(self) -> Delivery:
+        """The oldest delivery, removed (IndexError if empty)."""
+        delivery = self._items.popleft()
+        self._bytes -= delivery.message.size
+        return delivery
+
+    def clear(self) -> list[Delivery]:
+        """Remove and return every delivery, oldest first."""
+        items = list(self._items)
+        self._items.clear()
+        self._bytes = 0
+        return items
+
+    @property
+    def bytes(self) -> int:
+        """Payload bytes queued."""
+        return self._bytes
+
+    def __iter__(self) -> Iterator[Delivery]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __bool__(self) -> bool:
+        return bool(self._items)

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the test suite and tools need, only those missing.
+#   graphviz           renders docs/statecharts/*.svg from the transition tables
+#   mosquitto-clients  mosquitto_pub/mosquitto_sub, real clients in integration tests
+#   mosquitto          the reference broker that bench/ runs side by side with ours
+set -euo pipefail
+need=()
+command -v dot >/dev/null || need+=(graphviz)
+command -v mosquitto_pub >/dev/null || need+=(mosquitto-clients)
+[ -x /usr/sbin/mosquitto ] || need+=(mosquitto)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "missing system packages: ${need[*]} (run as root or install them)" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  echo "installed: ${need[*]}"
+fi

@@ -1,13 +1,18 @@
 """Command line: ``actorbroker serve | check-config FILE | --version``.
 
 Top layer: may import everything in the package. Kept thin; each subcommand
-delegates to the module that does the work (configuration: actorbroker.config).
-Exit codes: 0 done, 1 invalid configuration, 2 bad usage (argparse).
+delegates to the module that does the work (configuration: actorbroker.config;
+the broker: actorbroker.app). ``serve`` runs until SIGTERM or SIGINT, which
+stop it gracefully (listeners first, then the supervision tree).
+Exit codes: 0 done, 1 invalid configuration or the broker failed (e.g. its
+port is in use), 2 bad usage (argparse).
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
 from collections.abc import Iterable
 from typing import TextIO
@@ -61,13 +66,28 @@ def _serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         _print_errors(exc.errors if isinstance(exc, InvalidConfigError) else [exc], sys.stderr)
         return 1
-    # The broker proper lands with the single-node broker issue; until then
-    # `make run` shows what it will start instead of pretending to serve.
-    print(f"actorbroker {__version__}: would serve with this configuration; "
-          "the broker is not built yet.")
+    configure_logging(config.log.level)
+    log = logging.getLogger("actorbroker")
+    log.info("actorbroker %s starting", __version__)
     for line in describe(config):
-        print(f"  {line}")
-    return 0
+        log.info("  %s", line)
+    try:
+        os.makedirs(config.node.data_dir, exist_ok=True)
+    except OSError as exc:
+        log.error("cannot create the data directory %r: %s", config.node.data_dir, exc)
+        return 1
+    from actorbroker.app import serve  # the broker proper: loaded only to serve
+
+    return serve(config)
+
+
+def configure_logging(level: str) -> None:
+    """Readable lines on stderr: time, level, logger, message."""
+    logging.basicConfig(
+        level=getattr(logging, level.upper()),
+        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
 
 
 def _check_config(args: argparse.Namespace) -> int:

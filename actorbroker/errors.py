@@ -25,8 +25,12 @@ __all__ = [
     "BrokerError",
     "ClusterError",
     "ConfigError",
+    "CorruptRecordError",
+    "DiskFullError",
     "InvalidConfigError",
+    "LogLockedError",
     "StorageError",
+    "StorageIOError",
 ]
 
 
@@ -137,3 +141,35 @@ class AuthError(BrokerError):
 
 class ClusterError(BrokerError):
     """etcd or a peer node cannot be reached, or the cluster state is inconsistent."""
+
+
+# Storage errors (actorbroker.persistence). Each carries the MQTT 5 reason code
+# a refused QoS>0 PUBLISH is answered with (PUBACK/PUBREC), as ``reason_code``.
+
+
+class DiskFullError(StorageError):
+    """No room to append: the file system is full (ENOSPC, EDQUOT) or the log
+    reached storage.max_disk_bytes. QoS>0 publishes are refused with 0x97
+    (Quota exceeded) until writing works again; the log stays consistent."""
+
+    reason_code = 0x97
+
+
+class StorageIOError(StorageError):
+    """Any other failed write or fsync (EIO, EROFS, ...). QoS>0 publishes are
+    refused with 0x80 (Unspecified error); the log stays consistent."""
+
+    reason_code = 0x80
+
+
+class CorruptRecordError(StorageError):
+    """A frame passed its CRC but its record body cannot be decoded (a bug in
+    the writer, or damage the CRC missed)."""
+
+    reason_code = 0x80
+
+
+class LogLockedError(StorageError):
+    """Another process holds the commit log directory open for writing."""
+
+    reason_code = 0x80

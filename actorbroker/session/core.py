@@ -15,6 +15,7 @@ How the actor drives it::
     the same client id connects again         -> take_over(now), then attach(...)
     packets read from the connection          -> handle_all(packets, now)
     Deliver(message, qos) from a topic        -> deliver(message, qos, now)
+    the connection's output backs up / drains -> hold_output() / release_output(now, limit)
     registry answered RequestSubscribe        -> subscribed(packet_id, results, retained, now)
     registry answered RequestUnsubscribe      -> unsubscribed(packet_id, now)
     a timer fired                             -> on_timer(name, now)
@@ -145,6 +146,11 @@ class SessionCore:
         return self._outbox.queue.bytes
 
     @property
+    def output_held(self) -> bool:
+        """True while deliveries wait in the queue because the connection is congested."""
+        return self._outbox.held
+
+    @property
     def inbound_qos2(self) -> frozenset[int]:
         """Packet ids of client QoS 2 PUBLISHes routed and awaiting PUBREL."""
         return frozenset(self._inbox.qos2)
@@ -206,6 +212,7 @@ class SessionCore:
         """
         ended = self.clean_session
         self._state = lifecycle.advance(self._state, lifecycle.END if ended else lifecycle.DETACH)
+        self._outbox.held = False
         effects = self._connection_ended(now, graceful=graceful)
         if ended:
             effects += self._discard_state()
@@ -311,6 +318,26 @@ class SessionCore:
         if self._state is _S.ENDED:
             return [Dropped(message, delivery.qos, DropReason.SESSION_ENDED)]
         packets, dropped = self._outbox.deliver(delivery, now, online=self.attached)
+        return _send(packets, dropped)
+
+    def hold_output(self) -> None:
+        """The connection is congested: queue every delivery (QoS 0 too, within the limits).
+
+        The transport reports congestion; QoS 0 then waits instead of being
+        written into a connection that cannot take it, and a full queue drops
+        (and reports) like any other ([MQTT-4.6.0-6] order is kept).
+        """
+        self._outbox.held = True
+
+    def release_output(self, now: float, limit: int | None = None) -> list[Effect]:
+        """The connection drained: send up to ``limit`` queued deliveries the window takes.
+
+        Call :meth:`hold_output` again if the connection congests meanwhile.
+        """
+        self._outbox.held = False
+        if not self.attached:
+            return []
+        packets, dropped = self._outbox.drain(now, limit)
         return _send(packets, dropped)
 
     def subscribed(

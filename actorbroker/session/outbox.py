@@ -6,6 +6,11 @@ and the queue (:class:`~.queue.OutboundQueue`) under one
 connected and the window allows, queued otherwise, dropped (and reported)
 when the policy says so. It returns packets to send and ``Dropped`` effects;
 whether a connection is attached is the caller's to say.
+
+``held`` is set while the client's connection is congested (its output is
+backing up): every delivery then waits in the queue, QoS 0 included, within
+the same limits (Mosquitto queues QoS 0 for a slow online client the same
+way), and nothing is drained until the caller releases it.
 """
 
 from __future__ import annotations
@@ -26,12 +31,13 @@ __all__ = ["Outbox"]
 class Outbox:
     """The inflight window and the queue of one session."""
 
-    __slots__ = ("inflight", "policy", "queue")
+    __slots__ = ("held", "inflight", "policy", "queue")
 
     def __init__(self, policy: QueuePolicy) -> None:
         self.policy = policy
         self.inflight = Inflight()
         self.queue = OutboundQueue(policy)
+        self.held = False
 
     def deliver(
         self, delivery: Delivery, now: float, *, online: bool
@@ -40,7 +46,7 @@ class Outbox:
         message = delivery.message
         if message.expired(now):
             return [], [Dropped(message, delivery.qos, DropReason.EXPIRED)]
-        if online:
+        if online and not self.held:
             if delivery.qos == 0:
                 return [delivery.to_publish(now=now)], []
             if not self.queue and self.policy.window_open(len(self.inflight)):
@@ -48,12 +54,19 @@ class Outbox:
         reason = self.queue.offer(delivery, online=online)
         return [], ([] if reason is None else [Dropped(message, delivery.qos, reason)])
 
-    def drain(self, now: float) -> tuple[list[Packet], list[Dropped]]:
-        """Move queued deliveries into the window, oldest first: (packets to send, drops)."""
+    def drain(self, now: float, limit: int | None = None) -> tuple[list[Packet], list[Dropped]]:
+        """Move queued deliveries into the window, oldest first: (packets to send, drops).
+
+        Nothing while ``held``; at most ``limit`` deliveries when given.
+        """
         packets: list[Packet] = []
         dropped: list[Dropped] = []
+        if self.held:
+            return packets, dropped
         queue, inflight, window_open = self.queue, self.inflight, self.policy.window_open
-        while queue and window_open(len(inflight)):
+        left = -1 if limit is None else limit
+        while queue and window_open(len(inflight)) and left:
+            left -= 1
             delivery = queue.pop()
             if delivery.message.expired(now):
                 dropped.append(Dropped(delivery.message, delivery.qos, DropReason.EXPIRED))
@@ -80,6 +93,7 @@ class Outbox:
 
     def resume(self, now: float) -> tuple[list[Packet], list[Dropped]]:
         """On reconnect: every unacknowledged PUBLISH (DUP=1) and PUBREL, then the queue."""
+        self.held = False  # a new connection: nothing backs up yet
         packets = self.inflight.resend(now)
         drained, dropped = self.drain(now)
         return packets + drained, dropped

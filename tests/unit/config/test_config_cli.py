@@ -1,7 +1,8 @@
-"""`actorbroker check-config` and `serve` through real processes."""
+"""`actorbroker check-config` and `serve` through real processes (serving: tests/integration/broker)."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -74,24 +75,48 @@ def test_version(tmp_path: Path) -> None:
     assert (result.returncode, result.stdout) == (0, f"actorbroker {__version__}\n")
 
 
+def _serve_until_started(command: list[str], *args: str, cwd: Path) -> tuple[int, str]:
+    """Run ``serve`` until it logs that it started, SIGTERM it; (exit status, its log)."""
+    proc = subprocess.Popen([*command, "serve", *args], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    lines = []
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:  # ends at EOF if the broker exits instead
+            lines.append(line)
+            if "actorbroker started" in line:
+                proc.send_signal(signal.SIGTERM)
+                break
+        rest, _ = proc.communicate(timeout=30)
+        lines.append(rest)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, "".join(lines)
+
+
 def test_serve_applies_the_file_then_the_flags(tmp_path: Path) -> None:
+    data = tmp_path / "srv-ab"
     (tmp_path / "ab.toml").write_text(
-        '[node]\nname = "n1"\ndata_dir = "/srv/ab"\n[log]\nlevel = "warning"\n'
-        "[[listeners]]\nport = 1884\n[[listeners]]\nport = 1885\n"
+        f'[node]\nname = "n1"\ndata_dir = "{data}"\n[log]\nlevel = "warning"\n'
+        "[[listeners]]\nport = 1884\n[[listeners]]\nport = 0\n"
     )
-    result = _run([str(SCRIPT)], "serve", "--config", "ab.toml", "--port", "2883",
-                  "--log-level", "debug", cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    assert "node n1, data in /srv/ab, log level debug" in result.stdout
-    assert "listener tcp 127.0.0.1:2883, at most 10000 connections" in result.stdout
-    assert "listener tcp 127.0.0.1:1885," in result.stdout
+    status, output = _serve_until_started([str(SCRIPT)], "--config", "ab.toml", "--port", "0",
+                                          "--log-level", "debug", cwd=tmp_path)
+    assert status == 0, output
+    assert f"node n1, data in {data}, log level debug" in output
+    assert "listener tcp 127.0.0.1:0, at most 10000 connections" in output
+    assert "listener tcp 127.0.0.1:1884," not in output
+    assert data.is_dir()  # created when missing
 
 
 def test_serve_without_a_file_uses_the_defaults(tmp_path: Path) -> None:
-    result = _run([sys.executable, "-m", "actorbroker.cli"], "serve", cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    assert "data in ./data, log level info" in result.stdout
-    assert "listener tcp 127.0.0.1:1883," in result.stdout
+    status, output = _serve_until_started([sys.executable, "-m", "actorbroker.cli"],
+                                          "--port", "0", cwd=tmp_path)
+    assert status == 0, output
+    assert "data in ./data, log level info" in output
+    assert (tmp_path / "data").is_dir()
 
 
 def test_serve_refuses_a_bad_file_or_flag(tmp_path: Path) -> None:

@@ -43,6 +43,12 @@ EXPECTED_DEFAULTS: dict[tuple[str, str], object] = {
     ("sys", "interval"): 10.0,
     ("retained", "enabled"): True,
     ("retained", "max_retained_messages"): 0,
+    ("storage", "durability"): "fsync",
+    ("storage", "group_commit_interval"): 2.0,
+    ("storage", "segment_bytes"): 64 * 1024 * 1024,
+    ("storage", "retention_hours"): 168.0,
+    ("storage", "retention_bytes"): 1024 * 1024 * 1024,
+    ("storage", "max_disk_bytes"): 0,
 }
 
 

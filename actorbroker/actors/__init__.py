@@ -1,0 +1,42 @@
+"""Actors layer: the broker's actors on the loop runtime of ``supervisors``.
+
+Imports the session, routing and codec cores, :mod:`actorbroker.metrics`,
+:mod:`actorbroker.messages`, :mod:`actorbroker.config` and ``supervisors``;
+never the transport (import-linter checks it): connections are used through
+the transport's ``Connection`` interface only, and :mod:`actorbroker.app`
+wires the two together.
+
+* :class:`SessionActor` (one per client id, outlives its connections),
+  :class:`TopicActor` (one per concrete topic), :class:`RegistryActor`
+  (subscriptions, retained messages, topic actors), :class:`SysActor`
+  (``$SYS``), :class:`ListenerActor` (one listener);
+* :class:`SessionGateway` turns a CONNECT into a session port;
+* :class:`Names` is the node's name table, :class:`Node` what all share.
+
+How a message travels: docs/architecture.md.
+"""
+
+from .gateway import ConnectionPort, SessionGateway
+from .listener import ListenerActor, ListenerHandle
+from .names import Names
+from .node import Node, NodeSettings, Refs
+from .registry import RegistryActor
+from .session import SessionActor
+from .sys_topics import SysActor, sys_values
+from .topic import TopicActor
+
+__all__ = [
+    "ConnectionPort",
+    "ListenerActor",
+    "ListenerHandle",
+    "Names",
+    "Node",
+    "NodeSettings",
+    "Refs",
+    "RegistryActor",
+    "SessionActor",
+    "SessionGateway",
+    "SysActor",
+    "TopicActor",
+    "sys_values",
+]

@@ -1,0 +1,217 @@
+"""Actors layer: the gateway, from an accepted CONNECT to a session actor. Stdlib, pykka, supervisors, session, codec.
+
+The transport calls :meth:`SessionGateway.connect` synchronously on the loop
+thread when a connection's CONNECT arrives (the contract is
+``actorbroker.transport.gateway.Gateway``; this module only relies on its
+shape, it never imports the transport). The gateway:
+
+1. applies :func:`~actorbroker.session.check_connect` (protocol level,
+   client id rules, Will, and the keepalive limit): a refusal queues the
+   CONNACK with its return code, closes the connection, returns None;
+2. finds the session actor of the client id in the name table, or starts
+   one under the Sessions sharded supervisor (sharded by client id);
+3. tells it ``Attach`` through a :class:`ConnectionPort` and returns that
+   port: every later message of the connection goes through it.
+
+Starting an actor is asynchronous. Until its ref is known the port holds
+what it is told and forwards it, in order, once the ref is there; a second
+CONNECT of the same client id meanwhile joins the same start (one creation
+in flight per client id), so Attaches reach the session in CONNECT order
+and the later one takes the earlier over ([MQTT-3.1.4-2]).
+
+A session that retires (its clean session ended) while an Attach was on
+its way hands it back with :meth:`SessionGateway.redispatch`; the gateway
+re-points that connection's port at the session that serves the client id
+now. The port costs one Python call per read, not per packet.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import partial
+from typing import Any
+
+from pykka import ActorDeadError, ActorRef
+
+from actorbroker.codec import ConnAck, Connect, ConnectReturnCode
+from actorbroker.session import Refused, check_connect
+from supervisors import ChildSpec, LoopFuture, Restart, start_sharded_child
+
+from .messages import Attach
+from .node import Node
+from .session import SessionActor
+
+__all__ = ["ConnectionPort", "SessionGateway"]
+
+log = logging.getLogger("actorbroker.session")
+
+
+class _Closed:
+    """Where a port points once its session could not be started: everything is dropped."""
+
+    __slots__ = ()
+
+    def tell(self, message: Any) -> None:
+        return None
+
+
+_CLOSED = _Closed()
+
+
+class ConnectionPort:
+    """The session port of one connection: forwards to a session actor, or holds until there is one."""
+
+    __slots__ = ("target", "_held")
+
+    def __init__(self) -> None:
+        self.target: Any = None
+        self._held: list[Any] = []
+
+    def tell(self, message: Any) -> None:
+        """Forward ``message`` to the session (ActorDeadError if it died), or hold it."""
+        target = self.target
+        if target is None:
+            self._held.append(message)
+        else:
+            target.tell(message)
+
+    def bind(self, ref: Any) -> None:
+        """Point at ``ref``; forward what was held, in order.
+
+        If ``ref`` is dead (ActorDeadError), what was not forwarded stays held
+        and the port stays unbound.
+        """
+        held = self._held
+        while held:
+            ref.tell(held[0])
+            del held[0]
+        self.target = ref
+
+    def unbind(self) -> None:
+        """Hold again (the session is being replaced)."""
+        self.target = None
+
+    def take_held(self) -> list[Any]:
+        """Remove and return what is held, and drop everything from now on."""
+        held, self._held = self._held, []
+        self.target = _CLOSED
+        return held
+
+
+class SessionGateway:
+    """Implements the transport's ``Gateway``: CONNECT -> session port (loop thread only)."""
+
+    def __init__(self, node: Node) -> None:
+        self._node = node
+        self._starting: dict[str, list[ConnectionPort]] = {}
+
+    def connect(self, conn: Any, packet: Connect) -> ConnectionPort | None:
+        """Accept or refuse ``packet`` (see the module doc); never raises for a peer's sake."""
+        settings = self._node.settings
+        decision = check_connect(packet, settings.connect)
+        if isinstance(decision, Refused):
+            _refuse(conn, decision.connack, decision.reason)
+            return None
+        if packet.protocol_level != 5 and packet.keepalive > settings.max_keepalive:
+            # A 3.x client cannot be told a Server Keep Alive: refuse it, as Mosquitto does.
+            _refuse(conn, ConnAck(False, ConnectReturnCode.IDENTIFIER_REJECTED),
+                    f"keepalive {packet.keepalive}s above max_keepalive {settings.max_keepalive}s")
+            return None
+        client_id = decision.client_id
+        if decision.assigned:
+            conn.client_id = client_id
+        port = ConnectionPort()
+        self._dispatch(Attach(conn, packet, client_id, decision.assigned, port))
+        return port
+
+    def redispatch(self, attach: Attach) -> None:
+        """A retiring session got ``attach``: route it (and its port) to the current session."""
+        attach.port.unbind()
+        self._dispatch(attach)
+
+    # -- routing ------------------------------------------------------------
+
+    def _dispatch(self, attach: Attach) -> None:
+        port: ConnectionPort = attach.port
+        client_id = attach.client_id
+        port.tell(attach)  # held until bound
+        waiting = self._starting.get(client_id)
+        if waiting is not None:  # a start is in flight: join it, keep CONNECT order
+            waiting.append(port)
+            return
+        names = self._node.names
+        ref = names.sessions.get(client_id)
+        if ref is not None:
+            try:
+                port.bind(ref)
+                return
+            except ActorDeadError:
+                names.unregister_session(client_id, ref)
+        self._starting[client_id] = [port]
+        self._start(client_id)
+
+    def _start(self, client_id: str) -> None:
+        node = self._node
+        sessions = node.refs.sessions
+        if sessions is None:
+            self._started(client_id, None)
+            return
+        spec = ChildSpec(
+            id=client_id,
+            start=SessionStarter(client_id, node, SessionActor.start),
+            restart=Restart.TRANSIENT,
+        )
+        future: LoopFuture[ActorRef[Any]] = start_sharded_child(sessions, client_id, spec)
+        future.add_done_callback(partial(self._on_started, client_id))
+
+    def _on_started(self, client_id: str, future: LoopFuture[ActorRef[Any]]) -> None:
+        try:
+            ref: ActorRef[Any] | None = future.get()
+        except Exception as exc:
+            log.error("could not start the session of client %r: %r", client_id, exc)
+            ref = None
+        try:
+            self._started(client_id, ref)
+        except Exception:  # runs inside the supervisor's reply: never raise there
+            log.exception("gateway: handing connections to client %r's session failed", client_id)
+
+    def _started(self, client_id: str, ref: ActorRef[Any] | None) -> None:
+        ports = self._starting.pop(client_id, [])
+        for port in ports:
+            if ref is not None:
+                try:
+                    port.bind(ref)
+                    continue
+                except ActorDeadError:
+                    pass
+            for message in port.take_held():
+                if isinstance(message, Attach):
+                    _refuse(message.conn, ConnAck(False, ConnectReturnCode.SERVER_UNAVAILABLE),
+                            "the session could not be started")
+
+
+class SessionStarter:
+    """A session child's start function; the first call starts it fresh, later ones are restarts."""
+
+    __slots__ = ("_client_id", "_node", "_start", "_starts")
+
+    def __init__(self, client_id: str, node: Node, start: Any) -> None:
+        self._client_id = client_id
+        self._node = node
+        self._start = start
+        self._starts = 0
+
+    def __call__(self) -> ActorRef[Any]:
+        self._starts += 1
+        ref: ActorRef[Any] = self._start(self._client_id, self._node, restarted=self._starts > 1)
+        return ref
+
+
+def _refuse(conn: Any, connack: ConnAck | None, reason: str) -> None:
+    """Queue the refusing CONNACK (if the version has one for it) and close."""
+    host, port = conn.peer
+    log.info("refused client %r from %s:%s (MQTT level %s): %s", conn.client_id, host, port,
+             conn.protocol_level, reason)
+    if connack is not None:
+        conn.send((connack,))
+    conn.close(reason=reason)

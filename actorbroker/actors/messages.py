@@ -1,0 +1,221 @@
+"""Actors layer: the messages between gateway, sessions, topics, registry and $SYS. Stdlib, pykka, codec, session.
+
+The messages the transport tells a session (``Inbound``, ``Drained``,
+``ConnectionLost``) are in :mod:`actorbroker.messages`, which may import
+the codec only; these carry :class:`~actorbroker.session.AppMessage` and
+therefore live with the actors. All are frozen slotted dataclasses;
+commands are imperative, notifications past tense.
+
+Who tells whom::
+
+    gateway  -> session   Attach
+    session  -> topic     PublishBatch            the direct path, one per topic per read
+    session  -> registry  RouteViaRegistry        no topic actor yet, RETAIN set, or draining
+    registry -> session   Routed                  after forwarding a RouteViaRegistry
+    topic    -> session   Deliver                 one per subscriber per PublishBatch
+    session  -> registry  AddSubscriptions / RemoveSubscriptions / SessionEnded
+    registry -> session   SubscriptionsAdded / SubscriptionsRemoved
+    session  => registry  SessionStarted          (an ask, from on_start) -> subscriptions
+    registry -> topic     SubscribersChanged, StopTopic
+    topic    -> registry  TopicIdle
+    actor    -> itself    Timer
+
+Never ask around a cycle: the registry never asks a session or a topic; a
+topic never asks anyone.
+
+Epochs: each session actor holds an *epoch*, a number unique on the node,
+renewed whenever its session state is discarded (clean start over an old
+session, expiry) and fresh for every new actor. Its subscriptions carry the
+epoch they were made in, and so does every ``Deliver``; a session ignores a
+``Deliver`` of another epoch. Removing old subscriptions is asynchronous
+(the registry, then the topic actors): the epoch keeps a message for a
+discarded subscription from reaching the new session in the meantime.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pykka import ActorRef
+
+from actorbroker.codec import Connect, Subscription
+from actorbroker.session import AppMessage
+
+__all__ = [
+    "AddSubscriptions",
+    "Attach",
+    "Deliver",
+    "PublishBatch",
+    "RemoveSubscriptions",
+    "RouteViaRegistry",
+    "Routed",
+    "SessionEnded",
+    "SessionStarted",
+    "SessionSubscriptions",
+    "StopTopic",
+    "SubscribersChanged",
+    "SubscriptionsAdded",
+    "SubscriptionsRemoved",
+    "Timer",
+    "TopicIdle",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Attach:
+    """Attach connection ``conn`` (its CONNECT accepted as ``client_id``) to the session.
+
+    ``port`` is the connection's session port (see
+    :class:`~actorbroker.actors.gateway.ConnectionPort`): a session that is
+    retiring hands the Attach back to the gateway, which re-points the port.
+    """
+
+    conn: Any
+    connect: Connect
+    client_id: str
+    assigned: bool
+    port: Any
+
+
+@dataclass(frozen=True, slots=True)
+class PublishBatch:
+    """Messages published to this topic actor's topic, in order (one read's worth)."""
+
+    messages: tuple[AppMessage, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RouteViaRegistry:
+    """Publish ``messages`` (all to ``topic``) through the registry.
+
+    The registry updates its retained index, starts the topic actor if there
+    is none, forwards a :class:`PublishBatch` to it, then tells ``reply_to``
+    (when not None) :class:`Routed`.
+    """
+
+    topic: str
+    messages: tuple[AppMessage, ...]
+    reply_to: ActorRef[Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Routed:
+    """The registry forwarded one :class:`RouteViaRegistry` of ``topic``."""
+
+    topic: str
+
+
+@dataclass(frozen=True, slots=True)
+class Deliver:
+    """Deliver ``messages`` to this session through subscriptions granted ``qos`` (its maximum).
+
+    ``epoch`` is that of the subscriptions (see the module doc).
+    """
+
+    messages: tuple[AppMessage, ...]
+    qos: int
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class AddSubscriptions:
+    """Add these subscriptions (QoS already granted) of ``client_id``; SUBSCRIBE ``packet_id``.
+
+    ``clean`` is the session's Clean Session flag: a session actor that is
+    restarted after a crash keeps the subscriptions of a persistent session
+    only. ``epoch`` is the session's (see the module doc).
+    """
+
+    client_id: str
+    packet_id: int
+    subscriptions: tuple[Subscription, ...]
+    clean: bool
+    epoch: int
+    reply_to: ActorRef[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionsAdded:
+    """The registry added the subscriptions of SUBSCRIBE ``packet_id``.
+
+    ``results`` as in ``SessionCore.subscribed`` (None: all granted as
+    asked); ``retained``: the retained messages the new filters match, one
+    per topic.
+    """
+
+    packet_id: int
+    results: tuple[int, ...] | None
+    retained: tuple[AppMessage, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveSubscriptions:
+    """Remove these filters of ``client_id``; reply when ``packet_id`` is not None."""
+
+    client_id: str
+    packet_id: int | None
+    topic_filters: tuple[str, ...]
+    reply_to: ActorRef[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionsRemoved:
+    """The registry removed the filters of UNSUBSCRIBE ``packet_id``."""
+
+    packet_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class SessionStarted:
+    """A session actor of ``client_id`` started; asked, answered with :class:`SessionSubscriptions`."""
+
+    client_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSubscriptions:
+    """The subscriptions of a persistent session whose previous actor died (else empty).
+
+    ``epoch`` is theirs: the new actor adopts it (0 when there are none).
+    """
+
+    subscriptions: tuple[Subscription, ...]
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class SessionEnded:
+    """The session of ``client_id`` ended: drop every subscription it still has."""
+
+    client_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class SubscribersChanged:
+    """Changes to a topic actor's subscribers: ``(client_id, filter, (qos, epoch) or None)``.
+
+    None removes the client's subscription through that filter.
+    """
+
+    changes: tuple[tuple[str, str, tuple[int, int] | None], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicIdle:
+    """Topic actor ``ref`` of ``topic`` has had no subscriber, retained message or publish for a while."""
+
+    topic: str
+    ref: ActorRef[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class StopTopic:
+    """The registry forgot this topic actor: stop."""
+
+
+@dataclass(frozen=True, slots=True)
+class Timer:
+    """The actor's own timer ``name`` fired."""
+
+    name: str

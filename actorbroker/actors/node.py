@@ -1,0 +1,128 @@
+"""Actors layer: what every actor of one node shares: settings, names, metrics, refs. Stdlib, pykka, config, session.
+
+A :class:`Node` is built once by :mod:`actorbroker.app` and handed to every
+actor's constructor. It holds no actor state of its own: the name table
+(:class:`~.names.Names`), the counters (:class:`~actorbroker.metrics.BrokerMetrics`),
+the transport's counters (read by ``$SYS``), the refs of the node's
+singletons (:class:`Refs`, rewritten when a supervisor restarts one), and the
+gateway, which retiring sessions hand connections back to.
+
+:class:`NodeSettings` turns a :class:`~actorbroker.config.Config` into what
+the cores want: the session core's :class:`~actorbroker.session.SessionConfig`,
+the CONNECT policy, the retained limits, the ``$SYS`` interval.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+from pykka import ActorRef
+
+from actorbroker.config import Config
+from actorbroker.metrics import BrokerMetrics
+from actorbroker.session import AppMessage, ConnectPolicy, QueuePolicy, SessionConfig
+
+from .names import Names
+
+__all__ = ["Node", "NodeSettings", "Refs", "StatsSource"]
+
+
+class StatsSource(Protocol):
+    """The transport's counters as ``$SYS`` reads them (``TransportStats`` fits)."""
+
+    def snapshot(self) -> dict[str, int]: ...
+
+
+class _NoStats:
+    def snapshot(self) -> dict[str, int]:
+        return {}
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSettings:
+    """The limits and knobs the actors apply (see :meth:`from_config`)."""
+
+    session: SessionConfig = field(default_factory=SessionConfig)
+    connect: ConnectPolicy = field(default_factory=ConnectPolicy)
+    max_keepalive: int = 65535
+    max_retained: int = 0            # 0: unlimited
+    sys_interval: float = 10.0       # 0: no $SYS
+    topic_idle: float = 30.0         # seconds before an unused topic actor stops
+    session_shards: int = 8
+    topic_shards: int = 8
+    node_name: str = "actorbroker"
+
+    @classmethod
+    def from_config(cls, config: Config, **overrides: Any) -> NodeSettings:
+        """The settings a :class:`Config` describes; keywords replace single fields."""
+        limits = config.limits
+        queue = QueuePolicy(
+            max_inflight=limits.max_inflight_messages,
+            max_queued_messages=limits.max_queued_messages,
+            max_queued_bytes=limits.max_queued_bytes,
+            queue_qos0=limits.queue_qos0_messages,
+        )
+        values: dict[str, Any] = {
+            "session": SessionConfig(
+                queue=queue, max_qos=limits.max_qos, retain_available=config.retained.enabled,
+            ),
+            "connect": ConnectPolicy(
+                max_client_id_length=limits.max_client_id_length,
+                max_qos=limits.max_qos,
+                retain_available=config.retained.enabled,
+            ),
+            "max_keepalive": limits.max_keepalive,
+            "max_retained": config.retained.max_retained_messages,
+            "sys_interval": config.sys.interval,
+            "node_name": config.node.name,
+        }
+        values.update(overrides)
+        return cls(**values)
+
+
+@dataclass(slots=True)
+class Refs:
+    """Current refs of the node's singletons (None until started)."""
+
+    registry: ActorRef[Any] | None = None
+    topics: ActorRef[Any] | None = None    # the ShardedSupervisor of topic actors
+    sessions: ActorRef[Any] | None = None  # the ShardedSupervisor of session actors
+
+
+class Redispatcher(Protocol):
+    """The gateway as a retiring session sees it."""
+
+    def redispatch(self, attach: Any) -> None: ...
+
+
+@dataclass(slots=True)
+class Node:
+    """Everything the actors of one broker node share (loop thread only)."""
+
+    settings: NodeSettings = field(default_factory=NodeSettings)
+    names: Names = field(default_factory=Names)
+    metrics: BrokerMetrics = field(default_factory=BrokerMetrics)
+    stats: StatsSource = field(default_factory=_NoStats)
+    refs: Refs = field(default_factory=Refs)
+    gateway: Redispatcher | None = None
+    started_at: float = field(default_factory=time.monotonic)
+    _epochs: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+
+    def next_epoch(self) -> int:
+        """A session epoch never handed out before on this node (see actors.messages)."""
+        return next(self._epochs)
+
+    def registry(self) -> ActorRef[Any]:
+        """The registry's current ref (RuntimeError before it started)."""
+        ref = self.refs.registry
+        if ref is None:
+            raise RuntimeError("the registry has not been started")
+        return ref
+
+    def own_message(self, topic: str, payload: bytes, *, retain: bool, now: float) -> AppMessage:
+        """A message the broker publishes itself (``$SYS``): no publisher."""
+        return AppMessage(topic, payload, 0, retain, publisher=None, received_at=now)

@@ -1,0 +1,417 @@
+"""Actors layer: SessionActor, one per client id, outliving its connections. Stdlib, pykka, supervisors, session, codec.
+
+A thin shell around :class:`~actorbroker.session.SessionCore`: each message
+becomes one core call, and the core's effects are carried out here
+(:meth:`SessionActor._run`). The connection is used through the
+transport's ``Connection`` interface only (``send``, ``close``,
+``batch_done``, ``congested``); this module never imports the transport.
+
+Hot path, per read of the client's socket: one ``Inbound`` -> one
+``handle_all`` -> at most one ``tell`` per topic published to (messages of
+one read to the same topic travel as one batch) -> one ``conn.send`` with
+every PUBACK/PUBREC/... of the read -> one ``batch_done``. Per batch a topic
+delivers: one ``Deliver`` -> one ``conn.send`` (per 64 messages for big
+batches). No ask, no task, no timer per packet (the transport enforces the
+keepalive).
+
+Slow subscribers: when the connection reports ``congested`` the core holds
+its output, so every delivery, QoS 0 included, waits in the session's queue
+within ``max_queued_messages``/``max_queued_bytes`` (beyond them it is
+dropped and counted ``queue_full``, as Mosquitto does); ``Drained`` releases
+the queue 64 deliveries at a time while the connection keeps up.
+
+Publishing: a batch goes straight to the topic actor found in the name
+table. It goes through the registry instead (``RouteViaRegistry``) when
+there is no topic actor yet, when a message has RETAIN set (the registry
+holds the retained index), or while an earlier batch of the same topic is
+still on its way through the registry: the session counts those per topic
+until the registry answers ``Routed``, so one publisher's messages to one
+topic are never reordered ([MQTT-4.6.0-6]).
+
+A QoS 1 PUBACK / QoS 2 PUBREC (``Route.ack``) is sent after its message was
+handed on: that is the "accepted" step. The durability issue will hold the
+acks there until the commit log is synced.
+
+Life: started by the gateway (or restarted by its supervisor after a
+crash); ``on_start`` registers the name and asks the registry for the
+subscriptions of a persistent session whose previous actor died. When the
+session ends (clean session disconnected, expiry) the actor *retires*: it
+drops its name and stops; an ``Attach`` that reached it meanwhile goes back
+to the gateway (``redispatch``), with the messages of that connection.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pykka import ActorDeadError
+
+from actorbroker.codec import Packet, Publish
+from actorbroker.messages import ConnectionLost, Drained, Inbound
+from actorbroker.session import (
+    AppMessage,
+    CancelTimer,
+    Close,
+    Dropped,
+    Effect,
+    EndSession,
+    PublishWill,
+    RequestSubscribe,
+    RequestUnsubscribe,
+    Route,
+    Send,
+    SessionCore,
+    StartTimer,
+)
+from supervisors import LoopActor
+
+from .messages import (
+    AddSubscriptions,
+    Attach,
+    Deliver,
+    PublishBatch,
+    RemoveSubscriptions,
+    RouteViaRegistry,
+    Routed,
+    SessionEnded,
+    SessionStarted,
+    SubscriptionsAdded,
+    SubscriptionsRemoved,
+    Timer,
+)
+from .node import Node
+
+__all__ = ["SessionActor"]
+
+log = logging.getLogger("actorbroker.session")
+
+_VERSIONS = {3: "3.1", 4: "3.1.1", 5: "5.0"}
+#: Deliveries written per conn.send while a big batch or a drained queue goes out.
+_CHUNK = 64
+
+
+def _peer(conn: Any) -> str:
+    host, port = conn.peer
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+class SessionActor(LoopActor):
+    """The session of one client id (see the module doc)."""
+
+    def __init__(self, client_id: str, node: Node, *, restarted: bool = False) -> None:
+        super().__init__()
+        self.client_id = client_id
+        self._node = node
+        self._names = node.names
+        self._metrics = node.metrics
+        self._core = SessionCore(client_id, node.settings.session)
+        self._conn: Any = None
+        self._conn_id = 0
+        self._close_reason: str | None = None
+        self._timers: dict[str, Any] = {}
+        self._via_registry: dict[str, int] = {}  # topic -> RouteViaRegistry not yet Routed
+        self._forward: dict[int, Any] = {}  # conn id -> port of a connection handed back
+        self._retired = False
+        self._restarted = restarted
+        self._epoch = node.next_epoch()  # see actors.messages: stale Delivers are ignored
+
+    @property
+    def via_registry(self) -> dict[str, int]:
+        """Topics whose batches are on their way through the registry, and how many."""
+        return dict(self._via_registry)
+
+    @property
+    def epoch(self) -> int:
+        """The epoch of this session's current subscriptions (see actors.messages)."""
+        return self._epoch
+
+    @property
+    def core(self) -> SessionCore:
+        """The session's protocol core (read it on the loop thread only)."""
+        return self._core
+
+    # -- lifecycle -------------------------------------------------------------
+
+    async def on_start(self) -> None:  # type: ignore[override]
+        self._names.register_session(self.client_id, self.actor_ref)
+        found = await self._node.registry().ask(SessionStarted(self.client_id), block=False)
+        subscriptions = found.subscriptions
+        if subscriptions:
+            self._epoch = found.epoch
+            self._run(self._core.restore(subscriptions, self._now()))
+            log.info("client %r: session restored with %d subscription(s) after a restart",
+                     self.client_id, len(subscriptions))
+        elif self._restarted:
+            self._retire()  # nothing survived the crash
+
+    def on_stop(self) -> None:
+        self._cleanup("session stopped")
+
+    def on_failure(self, exception_type: Any, exception_value: Any,
+                   traceback: Any) -> None:
+        self._cleanup(f"session crashed: {exception_value!r}")
+
+    def _cleanup(self, reason: str) -> None:
+        for handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+        self._names.unregister_session(self.client_id, self.actor_ref)
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            self._metrics.disconnected()
+            log.info("client %r disconnected from %s: %s", self.client_id, _peer(conn), reason)
+            conn.close(reason=reason)
+
+    def _retire(self) -> None:
+        """Give up the name and stop once everything already queued is handled."""
+        self._retired = True
+        self._names.unregister_session(self.client_id, self.actor_ref)
+        self.stop()
+
+    def _now(self) -> float:
+        return self.actor_loop.time()
+
+    # -- messages --------------------------------------------------------------
+
+    def on_receive(self, message: Any) -> None:
+        cls = type(message)
+        if cls is Inbound:
+            self._inbound(message)
+        elif cls is Deliver:
+            self._deliver(message)
+        elif cls is Routed:
+            self._routed(message.topic)
+        elif cls is Attach:
+            self._attach(message)
+        elif cls is ConnectionLost:
+            self._lost(message)
+        elif cls is SubscriptionsAdded:
+            self._run(self._core.subscribed(message.packet_id, message.results,
+                                            message.retained, self._now()))
+        elif cls is SubscriptionsRemoved:
+            self._run(self._core.unsubscribed(message.packet_id, self._now()))
+        elif cls is Timer:
+            self._run(self._core.on_timer(message.name, self._now()))
+        elif cls is Drained:
+            self._drained(message)
+        else:
+            raise TypeError(f"session {self.client_id!r}: unexpected message {message!r}")
+
+    def _forward_or(self, conn_id: int, message: Any) -> bool:
+        """Pass a message of a handed-back connection on; False if it is not one."""
+        port = self._forward.get(conn_id)
+        if port is None:
+            return False
+        if type(message) is ConnectionLost:
+            del self._forward[conn_id]
+        port.tell(message)
+        return True
+
+    def _inbound(self, message: Inbound) -> None:
+        conn = self._conn
+        if conn is None or message.conn_id != self._conn_id:
+            self._forward_or(message.conn_id, message)  # else: a taken-over connection
+            return
+        try:
+            self._run(self._core.handle_all(message.packets, self._now()))
+        finally:
+            conn.batch_done()
+
+    def _deliver(self, message: Deliver) -> None:
+        if message.epoch != self._epoch:
+            # For subscriptions of a session state that was discarded (their removal
+            # is on its way): lost with that state, as the core counts its queue.
+            self._metrics.drop("session_ended", len(message.messages), client_id=self.client_id,
+                               topic=message.messages[0].topic)
+            return
+        core, qos, now = self._core, message.qos, self._now()
+        conn = self._conn
+        if conn is not None and not core.output_held and conn.congested:
+            core.hold_output()  # the socket is backed up: queue (within the limits) until Drained
+        messages = message.messages
+        if len(messages) == 1:
+            self._run(core.deliver(messages[0], qos, now))
+            return
+        effects: list[Effect] = []
+        for index, item in enumerate(messages, 1):
+            effects += core.deliver(item, qos, now)
+            if index % _CHUNK == 0 and conn is not None and not core.output_held:
+                self._run(effects)  # a big batch goes out in chunks, watching congestion
+                effects = []
+                if conn.congested:
+                    core.hold_output()
+        self._run(effects)
+
+    def _drained(self, message: Drained) -> None:
+        conn, core = self._conn, self._core
+        if conn is None or message.conn_id != self._conn_id:
+            self._forward_or(message.conn_id, message)
+            return
+        now = self._now()
+        while core.attached:
+            effects = core.release_output(now, _CHUNK)
+            if not effects:
+                return  # queue empty, or waiting for the inflight window
+            self._run(effects)
+            if conn.congested:
+                core.hold_output()
+                return
+
+    def _routed(self, topic: str) -> None:
+        left = self._via_registry.get(topic, 0) - 1
+        if left > 0:
+            self._via_registry[topic] = left
+        else:
+            self._via_registry.pop(topic, None)
+
+    def _attach(self, attach: Attach) -> None:
+        conn = attach.conn
+        if self._retired:
+            self._forward[conn.conn_id] = attach.port
+            gateway = self._node.gateway
+            assert gateway is not None
+            gateway.redispatch(attach)
+            return
+        if conn.closed:
+            log.info("client %r from %s: connection closed before it was attached",
+                     self.client_id, _peer(conn))
+            return
+        now = self._now()
+        old = self._conn
+        if old is not None:
+            log.info("client %r disconnected from %s: taken over by a new connection from %s"
+                     " [MQTT-3.1.4-2]", self.client_id, _peer(old), _peer(conn))
+            self._close_reason = None
+            self._run(self._core.take_over(now))  # closes the old connection, maybe its Will
+            self._conn = None
+            self._metrics.disconnected()
+        resumed = not attach.connect.clean_start and self._core.subscriptions
+        self._conn, self._conn_id = conn, conn.conn_id
+        self._metrics.connected()
+        connect = attach.connect
+        log.info("client %r connected from %s (MQTT %s, clean session %d, keepalive %ds%s%s)",
+                 self.client_id, _peer(conn), _VERSIONS.get(connect.protocol_level, "?"),
+                 connect.clean_start, connect.keepalive,
+                 ", id assigned" if attach.assigned else "",
+                 ", session resumed" if resumed else "")
+        self._run(self._core.attach(connect, now))
+
+    def _lost(self, message: ConnectionLost) -> None:
+        conn = self._conn
+        if conn is None or message.conn_id != self._conn_id:
+            self._forward_or(message.conn_id, message)  # else: a taken-over connection
+            return
+        self._conn = None
+        self._metrics.disconnected()
+        reason = self._close_reason or message.reason
+        self._close_reason = None
+        log.info("client %r disconnected from %s: %s", self.client_id, _peer(conn), reason)
+        self._run(self._core.detach(self._now()))
+
+    # -- effects ---------------------------------------------------------------
+
+    def _run(self, effects: list[Effect]) -> None:
+        """Carry out the core's effects, in order; one conn.send at the end."""
+        out: list[Packet] = []
+        routes: dict[str, list[AppMessage]] = {}
+        for effect in effects:
+            match effect:
+                case Send(packets):
+                    out.extend(packets)
+                case Route(message, ack):
+                    self._metrics.publish_received += 1
+                    routes.setdefault(message.topic, []).append(message)
+                    if ack is not None:
+                        out.append(ack)  # sent once handed on: the "accepted" step
+                case Dropped(message, _, reason):
+                    self._metrics.drop(reason.value, client_id=self.client_id,
+                                       topic=message.topic)
+                case PublishWill(message):
+                    routes.setdefault(message.topic, []).append(message)
+                case RequestSubscribe() | RequestUnsubscribe():
+                    routes = self._route(routes)  # earlier PUBLISHes of the read go first
+                    self._registry_request(effect)
+                case StartTimer(name, delay):
+                    self._start_timer(name, delay)
+                case CancelTimer(name):
+                    handle = self._timers.pop(name, None)
+                    if handle is not None:
+                        handle.cancel()
+                case Close():
+                    routes = self._route(routes)
+                    self._flush(out)
+                    out = []
+                    self._close(effect)
+                case EndSession():
+                    self._node.registry().tell(SessionEnded(self.client_id))
+                    self._retire()
+        if routes:
+            self._route(routes)
+        if out:
+            self._flush(out)
+
+    def _flush(self, packets: list[Packet]) -> None:
+        conn = self._conn
+        if conn is None or not packets:
+            return
+        conn.send(packets)
+        sent = 0
+        for packet in packets:
+            if type(packet) is Publish:
+                sent += 1
+        self._metrics.publish_sent += sent
+
+    def _route(self, routes: dict[str, list[AppMessage]]) -> dict[str, list[AppMessage]]:
+        """Hand each topic's batch to its topic actor, or to the registry (see the module doc).
+
+        Returns a new empty dict for the routes to come.
+        """
+        topics = self._names.topics
+        via = self._via_registry
+        for topic, messages in routes.items():
+            batch = tuple(messages)
+            if topic not in via and not any(m.retain for m in messages):
+                ref = topics.get(topic)
+                if ref is not None:
+                    try:
+                        ref.tell(PublishBatch(batch))
+                        continue
+                    except ActorDeadError:
+                        pass  # it just died: the registry starts a new one
+            via[topic] = via.get(topic, 0) + 1
+            self._node.registry().tell(RouteViaRegistry(topic, batch, self.actor_ref))
+        return {}
+
+    def _registry_request(self, effect: Effect) -> None:
+        registry = self._node.registry()
+        if isinstance(effect, RequestSubscribe):
+            registry.tell(AddSubscriptions(self.client_id, effect.packet_id, effect.subscriptions,
+                                           self._core.clean_session, self._epoch,
+                                           self.actor_ref))
+        elif isinstance(effect, RequestUnsubscribe):
+            registry.tell(RemoveSubscriptions(self.client_id, effect.packet_id,
+                                              effect.topic_filters, self.actor_ref))
+            if effect.packet_id is None:  # the core discarded the session state
+                self._epoch = self._node.next_epoch()
+
+    def _close(self, effect: Close) -> None:
+        conn = self._conn
+        if conn is None:
+            return
+        self._close_reason = effect.reason
+        # Any MQTT 5 DISCONNECT was in a Send before the Close: no reason code here.
+        conn.close(None, effect.reason)
+
+    def _start_timer(self, name: str, delay: float) -> None:
+        old = self._timers.pop(name, None)
+        if old is not None:
+            old.cancel()
+        self._timers[name] = self.actor_loop.call_later(delay, self._fire, name)
+
+    def _fire(self, name: str) -> None:
+        self._timers.pop(name, None)
+        try:
+            self.actor_ref.tell(Timer(name))
+        except ActorDeadError:
+            pass

@@ -1,0 +1,144 @@
+"""Actors layer: SysActor, the broker's statistics under ``$SYS/broker/``. Stdlib, pykka, supervisors, session.
+
+Every ``[sys] interval`` seconds (0: never) the actor reads the node's
+counters (:class:`~actorbroker.metrics.BrokerMetrics`, the transport's
+``TransportStats``, the name table) and publishes each value that changed
+as a retained QoS 0 message through the normal publish path (the registry),
+as Mosquitto does; a client subscribing to ``$SYS/#`` gets the latest values
+at once. Filters starting with a wildcard never match them
+([MQTT-4.7.2-1]).
+
+Topics (Mosquitto's names; ``messages/dropped/<reason>`` is ours):
+
+    $SYS/broker/version                       "actorbroker 0.1.0"
+    $SYS/broker/uptime                        "12 seconds"
+    $SYS/broker/clients/connected|disconnected|total|maximum
+    $SYS/broker/messages/received|sent        MQTT packets of any kind
+    $SYS/broker/messages/dropped              deliveries discarded, all reasons
+    $SYS/broker/messages/dropped/<reason>     per reason (see actorbroker.metrics)
+    $SYS/broker/publish/messages/received|sent|dropped
+    $SYS/broker/bytes/received|sent
+    $SYS/broker/subscriptions/count
+    $SYS/broker/retained messages/count
+    $SYS/broker/load/{messages,publish,bytes}/{received,sent}/{1min,5min,15min}
+    $SYS/broker/load/connections/{1min,5min,15min}
+    $SYS/broker/load/sockets/{1min,5min,15min}
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pykka import ActorDeadError
+
+from actorbroker import __version__
+from actorbroker.metrics import LoadAverage
+from supervisors import LoopActor
+
+from .messages import RouteViaRegistry, Timer
+from .node import Node
+
+__all__ = ["SysActor", "sys_values"]
+
+PREFIX = "$SYS/broker/"
+_TICK = Timer("sys")
+
+#: load average name -> where its counter comes from: ("metrics"|"stats", field).
+_LOADS = {
+    "messages/received": ("stats", "packets_in"),
+    "messages/sent": ("stats", "packets_out"),
+    "publish/received": ("metrics", "publish_received"),
+    "publish/sent": ("metrics", "publish_sent"),
+    "bytes/received": ("stats", "bytes_in"),
+    "bytes/sent": ("stats", "bytes_out"),
+    "connections": ("metrics", "connects"),
+    "sockets": ("stats", "connections_accepted"),
+}
+
+
+def sys_values(node: Node, now: float) -> dict[str, str]:
+    """Every ``$SYS`` value but the load averages, by topic (``now``: time.monotonic())."""
+    metrics = node.metrics
+    stats = node.stats.snapshot()
+    total = len(node.names.sessions)
+    connected = metrics.clients_connected
+    values = {
+        "version": f"actorbroker {__version__}",
+        "uptime": f"{int(now - node.started_at)} seconds",
+        "clients/connected": connected,
+        "clients/disconnected": max(0, total - connected),
+        "clients/total": total,
+        "clients/maximum": metrics.clients_maximum,
+        "messages/received": stats.get("packets_in", 0),
+        "messages/sent": stats.get("packets_out", 0),
+        "messages/dropped": metrics.dropped_total,
+        "publish/messages/received": metrics.publish_received,
+        "publish/messages/sent": metrics.publish_sent,
+        "publish/messages/dropped": metrics.dropped_total,
+        "bytes/received": stats.get("bytes_in", 0),
+        "bytes/sent": stats.get("bytes_out", 0),
+        "subscriptions/count": metrics.subscriptions,
+        "retained messages/count": metrics.retained,
+    }
+    for reason, count in metrics.dropped.items():
+        values[f"messages/dropped/{reason}"] = count
+    return {PREFIX + name: str(value) for name, value in values.items()}
+
+
+class SysActor(LoopActor):
+    """Publishes the ``$SYS`` topics every interval (see the module doc)."""
+
+    def __init__(self, node: Node, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self._node = node
+        self._interval = node.settings.sys_interval
+        self._last: dict[str, str] = {}
+        self._loads = {name: LoadAverage() for name in _LOADS}
+        self._timer: Any = None
+        self._clock = clock
+
+    def on_start(self) -> None:
+        if self._interval > 0:
+            self._publish()
+
+    def on_stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def on_receive(self, message: Any) -> None:
+        if message is _TICK or type(message) is Timer:
+            self._timer = None
+            self._publish()
+        else:
+            raise TypeError(f"$SYS: unexpected message {message!r}")
+
+    def _publish(self) -> None:
+        node = self._node
+        self._timer = self.actor_loop.call_later(self._interval, self._fire)
+        values = sys_values(node, self._clock())
+        stats = node.stats.snapshot()
+        for name, (source, field) in _LOADS.items():
+            total = stats.get(field, 0) if source == "stats" else getattr(node.metrics, field)
+            for window, value in self._loads[name].update(total, self._interval).items():
+                values[f"{PREFIX}load/{name}/{window}"] = f"{value:.2f}"
+        loop_now = self.actor_loop.time()
+        registry = node.refs.registry
+        for topic, payload in values.items():
+            if self._last.get(topic) == payload:
+                continue
+            message = node.own_message(topic, payload.encode(), retain=True, now=loop_now)
+            if registry is not None:
+                try:
+                    registry.tell(RouteViaRegistry(topic, (message,), None))
+                except ActorDeadError:
+                    return  # the registry is restarting; what is left goes next time
+            self._last[topic] = payload
+
+    def _fire(self) -> None:
+        try:
+            self.actor_ref.tell(_TICK)
+        except ActorDeadError:
+            pass

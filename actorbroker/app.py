@@ -1,0 +1,360 @@
+"""Top layer: the broker application: supervision tree, embedding API, ``serve``. May import everything.
+
+The tree (DESIGN.md; a crash in one session costs that client a reconnect)::
+
+    root (one_for_all)
+    +- core (rest_for_one)
+    |  +- registry        RegistryActor: subscriptions, retained index, topic actors
+    |  +- topics          ShardedSupervisor of TopicActors (temporary; the registry starts them)
+    |  +- sessions        ShardedSupervisor of SessionActors (transient; the gateway starts them)
+    |  +- sys             SysActor: $SYS topics
+    +- listeners (one_for_one, last)
+       +- listener-N      ListenerActor per [[listeners]] entry
+
+Stopping the root stops children in reverse order: listeners first (stop
+accepting, close every connection, so sessions see ConnectionLost and
+publish Wills while the core still runs), then the core.
+
+Embedding (on a running loop, uvloop in production)::
+
+    broker = Broker(config)
+    await broker.start()          # listeners bound: broker.port is the real port
+    ...
+    await broker.stop()
+
+From synchronous code (tests, scripts), a uvloop loop in a background thread::
+
+    with Broker.run_in_thread(config) as running:
+        client.connect(running.host, running.port)
+
+``serve(config)`` runs the broker until SIGTERM/SIGINT (the ``actorbroker
+serve`` command).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future as ConcurrentFuture
+from contextlib import contextmanager
+from functools import partial
+from typing import Any, TypeVar
+
+from pykka import ActorDeadError, ActorRef
+
+from actorbroker.actors import (
+    ListenerActor,
+    ListenerHandle,
+    Node,
+    NodeSettings,
+    RegistryActor,
+    SessionGateway,
+    SysActor,
+)
+from actorbroker.config import Config, ListenerConfig
+from actorbroker.errors import BrokerError
+from actorbroker.transport import TransportStats, new_event_loop, run, start_listener
+from supervisors import (
+    ChildKind,
+    ChildSpec,
+    Crash,
+    ExitReason,
+    Intensity,
+    ShardedSupervisor,
+    Strategy,
+    Supervisor,
+    exit_future,
+    is_abnormal,
+    shutdown,
+    supervisor_spec,
+    which_children,
+)
+
+__all__ = ["Broker", "BrokerStartError", "RunningBroker", "serve"]
+
+log = logging.getLogger("actorbroker")
+T = TypeVar("T")
+
+#: A session crash restarts that session; only a storm of them escalates.
+SESSION_SHARD_INTENSITY = Intensity(max_restarts=100, period=10.0)
+CORE_INTENSITY = Intensity(max_restarts=3, period=10.0)
+
+
+class BrokerStartError(BrokerError):
+    """The broker could not start (e.g. a listener's address is in use)."""
+
+
+def _root_cause(reason: ExitReason) -> str:
+    """The innermost error of a failed start, e.g. ``OSError(98, 'Address in use')``."""
+    error: BaseException | None = reason.exception if isinstance(reason, Crash) else None
+    while error is not None:
+        inner = getattr(error, "reason", None)
+        if isinstance(inner, Crash):
+            error = inner.exception
+            continue
+        cause = error.__cause__
+        if cause is None:
+            return repr(error)
+        error = cause
+    return str(reason)
+
+
+class Broker:
+    """One broker node: its supervision tree and listeners (see the module doc)."""
+
+    def __init__(self, config: Config | None = None, *, settings: NodeSettings | None = None
+                 ) -> None:
+        self.config = config or Config()
+        self.settings = settings or NodeSettings.from_config(self.config)
+        self.node: Node | None = None
+        self._root: ActorRef[Any] | None = None
+        self._exit: Any = None
+        self._bound: list[ListenerHandle | None] = [None] * len(self.config.listeners)
+        self.stats = TransportStats()
+
+    # -- where it listens ------------------------------------------------------
+
+    @property
+    def ports(self) -> list[int]:
+        """The bound port of each listener (the real one when configured as 0)."""
+        return [h.port for h in self._bound if h is not None]
+
+    @property
+    def port(self) -> int:
+        """The first listener's port."""
+        ports = self.ports
+        if not ports:
+            raise RuntimeError("the broker has no listener running")
+        return ports[0]
+
+    @property
+    def host(self) -> str:
+        """The first listener's bind address."""
+        return self.config.listeners[0].bind if self.config.listeners else "127.0.0.1"
+
+    @property
+    def root(self) -> ActorRef[Any] | None:
+        """The root supervisor, once started."""
+        return self._root
+
+    # -- life ------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the tree on the running loop; return once every listener is bound.
+
+        Raises :class:`BrokerStartError` when a part fails to start.
+        """
+        if self._root is not None:
+            raise RuntimeError("the broker was started already")
+        node = self.node = Node(self.settings, stats=self.stats)
+        node.gateway = gateway = SessionGateway(node)
+        listeners = [
+            ChildSpec(id=f"listener-{index}",
+                      start=partial(ListenerActor.start, partial(self._open, listener, gateway),
+                                    partial(self._on_bound, index)),
+                      shutdown=15.0, start_timeout=15.0)
+            for index, listener in enumerate(self.config.listeners)
+        ]
+        self._root = Supervisor.start(
+            [supervisor_spec("core", self._core_specs(node), strategy=Strategy.REST_FOR_ONE,
+                             intensity=CORE_INTENSITY),
+             supervisor_spec("listeners", listeners, strategy=Strategy.ONE_FOR_ONE)],
+            strategy=Strategy.ONE_FOR_ALL, name="root",
+        )
+        self._exit = exit_future(self._root)
+        try:
+            await which_children(self._root)  # answered once every child has started
+        except ActorDeadError:
+            reason = await self._exit
+            raise BrokerStartError(f"the broker failed to start: {_root_cause(reason)}") from None
+        log.info("actorbroker started: listening on %s",
+                 ", ".join(f"{c.bind}:{p}" for c, p in zip(self.config.listeners, self.ports)))
+
+    def _core_specs(self, node: Node) -> list[ChildSpec]:
+        settings = node.settings
+        refs = node.refs
+
+        def registry() -> ActorRef[Any]:
+            refs.registry = RegistryActor.start(node)
+            return refs.registry
+
+        def topics() -> ActorRef[Any]:
+            refs.topics = ShardedSupervisor.start(settings.topic_shards, name="topics")
+            return refs.topics
+
+        def sessions() -> ActorRef[Any]:
+            refs.sessions = ShardedSupervisor.start(
+                settings.session_shards, shard_intensity=SESSION_SHARD_INTENSITY,
+                name="sessions")
+            return refs.sessions
+
+        return [
+            ChildSpec(id="registry", start=registry),
+            ChildSpec(id="topics", start=topics, kind=ChildKind.SUPERVISOR),
+            ChildSpec(id="sessions", start=sessions, kind=ChildKind.SUPERVISOR),
+            ChildSpec(id="sys", start=partial(SysActor.start, node)),
+        ]
+
+    async def _open(self, listener: ListenerConfig, gateway: SessionGateway) -> ListenerHandle:
+        handle: ListenerHandle = await start_listener(listener, self.config.limits, gateway,
+                                                      self.stats)
+        return handle
+
+    def _on_bound(self, index: int, handle: ListenerHandle | None) -> None:
+        self._bound[index] = handle
+
+    async def stop(self) -> None:
+        """Stop listeners (closing every connection), then the core; idempotent."""
+        root = self._root
+        if root is None:
+            return
+        shutdown(root)
+        reason = await self._exit
+        log.info("actorbroker stopped (%s)", reason)
+
+    async def wait(self) -> ExitReason:
+        """Wait until the tree has exited (after :meth:`stop`, or a fatal failure)."""
+        if self._exit is None:
+            raise RuntimeError("the broker was not started")
+        reason: ExitReason = await self._exit
+        return reason
+
+    # -- from synchronous code -------------------------------------------------
+
+    @classmethod
+    @contextmanager
+    def run_in_thread(cls, config: Config | None = None, *, settings: NodeSettings | None = None,
+                      timeout: float = 15.0) -> Iterator[RunningBroker]:
+        """Run a broker on a uvloop loop in a background thread for the ``with`` block."""
+        loop = new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="actorbroker-loop", daemon=True)
+        thread.start()
+        broker = cls(config, settings=settings)
+        running = RunningBroker(broker, loop)
+        try:
+            running.run(broker.start(), timeout)
+            yield running
+        finally:
+            try:
+                running.run(broker.stop(), timeout)
+            finally:
+                try:
+                    running.run(_cancel_tasks(), timeout)
+                finally:
+                    loop.call_soon_threadsafe(loop.stop)
+                    thread.join(timeout)
+                    loop.close()
+
+
+async def _cancel_tasks() -> None:
+    current = asyncio.current_task()
+    tasks = [t for t in asyncio.all_tasks() if t is not current]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+class RunningBroker:
+    """A broker running in a background thread (see :meth:`Broker.run_in_thread`)."""
+
+    def __init__(self, broker: Broker, loop: asyncio.AbstractEventLoop) -> None:
+        self.broker = broker
+        self.loop = loop
+
+    @property
+    def host(self) -> str:
+        return self.broker.host
+
+    @property
+    def port(self) -> int:
+        return self.broker.port
+
+    @property
+    def config(self) -> Config:
+        return self.broker.config
+
+    @property
+    def node(self) -> Node:
+        node = self.broker.node
+        assert node is not None
+        return node
+
+    def run(self, coro: Any, timeout: float = 15.0) -> Any:
+        """Run a coroutine on the broker's loop and return its result."""
+        future: ConcurrentFuture[Any] = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        return future.result(timeout)
+
+    def call(self, func: Callable[..., T], *args: Any, timeout: float = 15.0) -> T:
+        """Call ``func(*args)`` on the broker's loop thread (where node state lives)."""
+        async def call() -> T:
+            return func(*args)
+        result: T = self.run(call(), timeout)
+        return result
+
+    def metrics(self) -> dict[str, Any]:
+        """A snapshot of the node's counters, read on the loop thread."""
+        def read() -> dict[str, Any]:
+            metrics = self.node.metrics
+            values: dict[str, Any] = {name: getattr(metrics, name) for name in metrics.__slots__
+                                      if name not in ("drop_log", "dropped")}
+            values["dropped"] = dict(metrics.dropped)
+            values["sessions"] = len(self.node.names.sessions)
+            values.update(self.node.stats.snapshot())
+            return values
+        return self.call(read)
+
+    def wait_until(self, predicate: Callable[[dict[str, Any]], Any], timeout: float = 5.0,
+                   poll: float = 0.01) -> dict[str, Any]:
+        """Wait until ``predicate(self.metrics())`` holds; return those metrics.
+
+        Polls every ``poll`` seconds: the broker's counters change on its
+        own thread and offer no event to wait on. Raises TimeoutError.
+        """
+        done = threading.Event()
+        deadline = self.loop.time() + timeout
+        while True:
+            values = self.metrics()
+            if predicate(values):
+                return values
+            if self.loop.time() > deadline:
+                raise TimeoutError(f"broker metrics never satisfied the condition: {values}")
+            done.wait(poll)
+
+
+def serve(config: Config) -> int:
+    """Run the broker until SIGTERM or SIGINT; 0 after an orderly stop, 1 on failure."""
+    async def main() -> int:
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        received: list[str] = []
+
+        def on_signal(sig: signal.Signals) -> None:
+            received.append(sig.name)
+            stop.set()
+
+        # Before starting: a signal that arrives during the start stops the broker after it.
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, on_signal, sig)
+        broker = Broker(config)
+        try:
+            await broker.start()
+        except BrokerStartError as exc:
+            log.error("%s", exc)
+            return 1
+        ended = asyncio.ensure_future(broker.wait())
+        stopping = asyncio.ensure_future(stop.wait())
+        await asyncio.wait([ended, stopping], return_when=asyncio.FIRST_COMPLETED)
+        if not received:
+            reason = ended.result()
+            stopping.cancel()
+            log.critical("actorbroker: the supervision tree exited (%s); stopping", reason)
+            return 1 if is_abnormal(reason) else 0
+        log.info("received %s: stopping (listeners first, then the tree)", received[0])
+        await broker.stop()
+        await ended
+        return 0
+
+    return run(main())

@@ -1,0 +1,147 @@
+"""Metrics layer: the broker's counters, its drop log and load averages. Imports the stdlib only.
+
+One :class:`BrokerMetrics` per node. Its fields are plain ints written on the
+loop thread only (session, topic and registry actors all run there), so they
+need no lock; the ``$SYS`` actor reads them on the same thread. The
+transport keeps its own counters (bytes, packets, sockets) in
+``actorbroker.transport.TransportStats``; ``$SYS`` reads both.
+
+Nothing is dropped silently: every discarded delivery goes through
+:meth:`BrokerMetrics.drop`, which counts it under its reason (the ``$SYS``
+topic ``$SYS/broker/messages/dropped/<reason>``) and logs it, at most one
+line per reason every ``interval`` seconds with the count in between
+(:class:`DropLog`), so a flood costs a line, not thousands.
+
+Drop reasons (the session core's :class:`~actorbroker.session.DropReason`
+values plus the broker's own):
+
+=====================  ========================================================
+``queue_full``         the client's queue was at max_queued_messages/bytes (also
+                       while its connection is backed up: QoS 0 waits there too)
+``offline_qos0``       QoS 0 for an offline client (queue_qos0_messages off)
+``expired``            an MQTT 5 message expiry ran out while queued
+``session_ended``      the session state was discarded with the message unacked
+``session_unavailable``  the subscriber's session actor was not running (crash)
+``topic_unavailable``  the topic actor could not be started
+``retained_limit``     max_retained_messages reached: delivered, not retained
+=====================  ========================================================
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable
+
+__all__ = ["BrokerMetrics", "DropLog", "LoadAverage"]
+
+log = logging.getLogger("actorbroker.drops")
+
+
+class DropLog:
+    """Logs drops by reason, at most one WARNING line per reason per ``interval`` seconds."""
+
+    __slots__ = ("_clock", "_interval", "_next", "_since", "_logger")
+
+    def __init__(self, interval: float = 10.0, clock: Callable[[], float] = time.monotonic,
+                 logger: logging.Logger = log) -> None:
+        self._clock = clock
+        self._interval = interval
+        self._next: dict[str, float] = {}
+        self._since: dict[str, int] = {}
+        self._logger = logger
+
+    def record(self, reason: str, count: int, client_id: str | None, topic: str | None) -> None:
+        """Note ``count`` drops for ``reason``; log now if this reason has been quiet long enough."""
+        pending = self._since.get(reason, 0) + count
+        now = self._clock()
+        if now < self._next.get(reason, -math.inf):
+            self._since[reason] = pending
+            return
+        self._since[reason] = 0
+        self._next[reason] = now + self._interval
+        self._logger.warning(
+            "dropped %d message(s) (%s); latest: client %r, topic %r", pending, reason,
+            client_id, topic,
+        )
+
+
+class BrokerMetrics:
+    """Counters and gauges of one node (loop thread only; plain ints)."""
+
+    __slots__ = (
+        "clients_connected",
+        "clients_maximum",
+        "connects",
+        "disconnects",
+        "publish_received",
+        "publish_sent",
+        "subscriptions",
+        "retained",
+        "topics",
+        "dropped",
+        "dropped_total",
+        "drop_log",
+    )
+
+    def __init__(self, drop_log: DropLog | None = None) -> None:
+        self.clients_connected = 0   # sessions with a connection attached (a gauge)
+        self.clients_maximum = 0     # the most ever connected at once
+        self.connects = 0            # CONNECTs accepted
+        self.disconnects = 0         # attached connections that ended
+        self.publish_received = 0    # PUBLISH packets accepted from clients (retries excluded)
+        self.publish_sent = 0        # PUBLISH packets written to clients (resends included)
+        self.subscriptions = 0       # (filter, client) pairs in the registry (a gauge)
+        self.retained = 0            # retained messages held (a gauge)
+        self.topics = 0              # live topic actors (a gauge)
+        self.dropped: dict[str, int] = {}
+        self.dropped_total = 0
+        self.drop_log = drop_log or DropLog()
+
+    def connected(self) -> None:
+        """A connection attached to a session."""
+        self.connects += 1
+        self.clients_connected += 1
+        if self.clients_connected > self.clients_maximum:
+            self.clients_maximum = self.clients_connected
+
+    def disconnected(self) -> None:
+        """An attached connection ended (closed or taken over)."""
+        self.disconnects += 1
+        self.clients_connected -= 1
+
+    def drop(self, reason: str, count: int = 1, *, client_id: str | None = None,
+             topic: str | None = None) -> None:
+        """Count ``count`` dropped deliveries for ``reason`` and log them (rate-limited)."""
+        self.dropped[reason] = self.dropped.get(reason, 0) + count
+        self.dropped_total += count
+        self.drop_log.record(reason, count, client_id, topic)
+
+
+class LoadAverage:
+    """Per-minute rates of a counter, averaged over 1, 5 and 15 minutes, as Mosquitto's load.
+
+    :meth:`update` is called every ``interval`` seconds with the counter's
+    current value; each average decays as ``exp(-interval / window)``, the
+    way Unix load averages (and Mosquitto's ``$SYS/broker/load/...``) do.
+    """
+
+    WINDOWS = ((1, "1min"), (5, "5min"), (15, "15min"))
+
+    __slots__ = ("_last", "values")
+
+    def __init__(self) -> None:
+        self._last: int | None = None
+        self.values: dict[str, float] = {name: 0.0 for _, name in self.WINDOWS}
+
+    def update(self, total: int, interval: float) -> dict[str, float]:
+        """Fold in the counter's ``total`` after ``interval`` seconds; return the averages."""
+        if self._last is not None and interval > 0:
+            rate = (total - self._last) * 60.0 / interval
+            for minutes, name in self.WINDOWS:
+                decay = math.exp(-interval / (minutes * 60.0))
+                self.values[name] = self.values[name] * decay + rate * (1.0 - decay)
+        self._last = total
+        return dict(self.values)
+

@@ -1,0 +1,38 @@
+"""Transport layer: sockets to MQTT connections on uvloop. Imports stdlib, asyncio, uvloop, codec and messages.
+
+The only package that imports asyncio, uvloop or ssl (STYLE.md); it never
+imports the actors, session, routing or persistence layers (import-linter
+checks it). The contract with the actors is in :mod:`.gateway`.
+
+    from actorbroker.transport import TransportStats, new_event_loop, start_listener
+
+    stats = TransportStats()
+    listener = await start_listener(config.listeners[0], config.limits, gateway, stats)
+
+Modules: :mod:`.gateway` (the interface, as Protocols), :mod:`.server`
+(listeners), :mod:`.acceptor` (an accept loop that survives EMFILE),
+:mod:`.connection` (one MQTT connection as an asyncio Protocol),
+:mod:`.gate` (state table and packets held until CONNACK), :mod:`.output`
+(coalesced, bounded output), :mod:`.settings`, :mod:`.stats`, :mod:`.loop`.
+"""
+
+from .connection import MqttConnection
+from .gateway import Connection, Gateway, SessionPort
+from .loop import install_policy, new_event_loop, run
+from .server import Listener, start_listener
+from .settings import ConnectionSettings
+from .stats import TransportStats
+
+__all__ = [
+    "Connection",
+    "ConnectionSettings",
+    "Gateway",
+    "Listener",
+    "MqttConnection",
+    "SessionPort",
+    "TransportStats",
+    "install_policy",
+    "new_event_loop",
+    "run",
+    "start_listener",
+]

@@ -1,0 +1,446 @@
+"""Transport layer: one MQTT connection over any asyncio byte stream. Imports stdlib, asyncio, codec and messages.
+
+:class:`MqttConnection` is an ``asyncio.Protocol``: it works the same over a
+TCP transport, a TLS one (asyncio's SSL protocol wraps it) or a WebSocket
+adapter that presents the frames' payload as a byte stream; it never touches
+a socket. It owns the codec's :class:`~actorbroker.codec.Decoder`, applies
+the connection-state table (:mod:`actorbroker.codec.states`), enforces the
+connect timeout and the keepalive, and turns each read into one ``Inbound``
+for the session port. It is also the ``Connection`` the session writes to
+(the contract is in :mod:`.gateway`).
+
+Output goes through an :class:`~.output.Outbox` (one ``transport.write``
+per loop tick, bounded, congestion reported); the state table and the
+packets held until CONNACK live in an :class:`~.gate.InboundGate`. Input
+credit: each Inbound takes one of ``max_batches`` credits, ``batch_done``
+returns it; with none left, reading pauses. Nothing raises out of the
+asyncio callbacks: a peer's mistake closes its connection, a collaborator's
+bug is logged and closes the connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, cast
+
+from actorbroker.codec import ConnAck, Connect, Decoder, Packet, ProtocolError, ReasonCode, encode
+from actorbroker.codec.states import ConnectionState
+from actorbroker.messages import ConnectionLost, Drained, Inbound
+
+from .gate import InboundGate, sniff_level
+from .gateway import Connection, Gateway, SessionPort
+from .output import Outbox
+from .settings import ConnectionSettings
+from .stats import TransportStats
+from .timers import IdleTimer
+
+__all__ = ["MqttConnection"]
+
+log = logging.getLogger("actorbroker.transport")
+
+_S = ConnectionState
+_ids = itertools.count(1)
+_PAUSE_CREDIT = 1  # reasons reading is paused (bits)
+_PAUSE_HELD = 2
+_SNIFF = 16  # bytes kept before CONNECT to learn a malformed CONNECT's level
+
+
+class MqttConnection(asyncio.Protocol):
+    """An MQTT server connection: asyncio protocol below, ``Connection`` above."""
+
+    def __init__(self, gateway: Gateway, settings: ConnectionSettings,
+                 stats: TransportStats, loop: asyncio.AbstractEventLoop) -> None:
+        self.conn_id: int = next(_ids)
+        self.peer: tuple[str, int] = ("", 0)
+        self.client_id: str | None = None
+        self._transport: asyncio.Transport | None = None
+        #: Called once with this connection when its socket is gone (the listener's hook).
+        self.on_lost: Callable[[MqttConnection], None] | None = None
+        self._gateway = gateway
+        self._settings = settings
+        self._stats = stats
+        self._loop = loop
+        self._decoder = Decoder(max_packet_size=settings.max_packet_size)
+        self._gate = InboundGate()
+        self._port: SessionPort | None = None
+        self._head = b""
+        self._dispatching = False
+        self._outstanding = 0
+        self._paused = 0
+        self._outbox = Outbox(loop, stats, settings.high_water, settings.max_output,
+                              self._after_flush)
+        self._close_after_flush = False
+        self._closing = False
+        self._lost = False
+        self._lost_told = False
+        self._idle = IdleTimer(loop, self._keepalive_expired, lambda: bool(self._paused))
+        self._timer: asyncio.TimerHandle | None = None  # the connect timeout
+        self._abort_timer: asyncio.TimerHandle | None = None
+
+    # -- Connection API (for the session; loop thread only) -------------------
+
+    @property
+    def transport(self) -> asyncio.Transport | None:
+        """The byte-stream transport (None before connection_made and after connection_lost)."""
+        return self._transport
+
+    @transport.setter
+    def transport(self, transport: asyncio.Transport | None) -> None:
+        # Settable so that a wrapper (a test probe, a WebSocket adapter) can sit in between.
+        self._transport = transport
+        self._outbox.transport = transport
+
+    @property
+    def protocol_level(self) -> int | None:
+        """3, 4 or 5 once CONNECT has arrived, else None."""
+        return self._decoder.protocol_level
+
+    @property
+    def state(self) -> ConnectionState:
+        """Where the connection stands in ``codec/states.py``'s table."""
+        return self._gate.state
+
+    @property
+    def closed(self) -> bool:
+        """True once the connection has ended or is closing."""
+        return self._closing
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Output queued here and in the transport, not yet taken by the kernel."""
+        return self._outbox.buffered
+
+    @property
+    def congested(self) -> bool:
+        """True while the socket has paused us or more than ``high_water`` is buffered."""
+        return self._outbox.congested
+
+    def send(self, packets: Iterable[Packet]) -> None:
+        """Encode ``packets`` at this connection's level and queue them for the next flush."""
+        if self._closing:
+            return
+        level = self._decoder.protocol_level
+        if level is None:
+            raise RuntimeError("send() before CONNECT: the protocol level is unknown")
+        connack: ConnAck | None = None
+        chunks = []
+        size = 0
+        for packet in packets:
+            data = encode(packet, level)
+            chunks.append(data)
+            size += len(data)
+            if type(packet) is ConnAck:
+                connack = packet
+        if self._admit(chunks, size):
+            self._stats.packets_out += len(chunks)
+            if connack is not None and not self._gate.connack_sent:
+                self._on_connack(connack)
+
+    def send_bytes(self, data: bytes) -> None:
+        """Queue already encoded packets (whole packets only)."""
+        if not self._closing and self._admit([data], len(data)):
+            self._stats.packets_out += 1
+
+    def batch_done(self) -> None:
+        """One Inbound processed: return its read credit, resume reading if paused for it."""
+        if self._outstanding > 0:
+            self._outstanding -= 1
+        if self._paused & _PAUSE_CREDIT and self._outstanding < self._settings.max_batches:
+            self._unpause(_PAUSE_CREDIT)
+
+    def close(self, reason_code: int | None = None, reason: str = "") -> None:
+        """Flush, say goodbye (v5 DISCONNECT, or CONNACK before any), close. Idempotent."""
+        if self._closing:
+            return
+        if reason_code is not None and self.protocol_level == 5:
+            self._goodbye(reason_code)
+        self._shutdown(reason or "closed by the server", graceful=True)
+
+    def set_keepalive(self, seconds: int) -> None:
+        """Close after 1.5 x ``seconds`` without a packet ([MQTT-3.1.2-24]); 0 disables."""
+        if not self._closing and self._gate.state is not _S.AWAIT_CONNECT:
+            self._idle.set(1.5 * seconds)
+
+    # -- asyncio.Protocol callbacks ------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        transport = cast(asyncio.Transport, transport)  # uvloop's does not subclass it
+        self.transport = transport
+        peer = transport.get_extra_info("peername")
+        if isinstance(peer, tuple) and len(peer) >= 2:
+            self.peer = (str(peer[0]), int(peer[1]))
+        high = self._settings.high_water
+        transport.set_write_buffer_limits(high=high, low=high // 4)
+        self._stats.connections_current += 1
+        if self._closing:  # close() came while the transport was being set up
+            transport.close()
+            return
+        self._idle.touch()
+        self._timer = self._loop.call_later(self._settings.connect_timeout, self._connect_timeout)
+
+    def data_received(self, data: bytes) -> None:
+        if self._closing:
+            return
+        self._stats.bytes_in += len(data)
+        try:
+            if self._gate.state is _S.AWAIT_CONNECT and len(self._head) < _SNIFF:
+                self._head += data[:_SNIFF]
+            packets = self._decoder.feed(data)
+            if packets:
+                self._stats.packets_in += len(packets)
+                self._idle.touch()
+                self._dispatch(packets)
+        except ProtocolError as exc:
+            self._violation(exc)
+        except Exception:  # a bug (ours or a collaborator's): never out of a callback
+            log.exception("conn %d %s: internal error on input", self.conn_id, self._who())
+            self._fail("internal error")
+
+    def eof_received(self) -> bool:
+        return False  # MQTT has no half-close: let the transport close
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._lost = True
+        self._cancel_timer()
+        if self._abort_timer is not None:
+            self._abort_timer.cancel()
+            self._abort_timer = None
+        self._stats.connections_current -= 1
+        self._outbox.clear()
+        self.transport = None
+        if not self._closing:
+            self._closing = True
+            reason = f"connection lost: {exc}" if exc else "closed by the client without DISCONNECT"
+            self._tell_lost(reason, graceful=False)
+        if self.on_lost is not None:
+            try:
+                self.on_lost(self)
+            except Exception:
+                log.exception("conn %d: on_lost hook failed", self.conn_id)
+
+    def pause_writing(self) -> None:
+        self._outbox.write_paused = True
+
+    def resume_writing(self) -> None:
+        self._outbox.write_paused = False
+        self._check_drained()
+
+    # -- input ---------------------------------------------------------------
+
+    def _dispatch(self, packets: list[Packet]) -> None:
+        """Route one read's packets through the state table: connect, deliver, hold, close."""
+        routed = self._gate.route(packets)
+        self._dispatching = True
+        try:
+            if routed.connect is not None and not self._on_connect(routed.connect):
+                return
+            if routed.deliver and not self._closing:
+                self._deliver(tuple(routed.deliver))
+        finally:
+            self._dispatching = False
+        if routed.error is not None:
+            self._violation(routed.error)
+        elif self._gate.held:
+            if self._gate.connack_ok:  # the gateway accepted synchronously
+                self._release()
+            else:
+                self._pause(_PAUSE_HELD)
+        elif routed.disconnected:
+            self._shutdown("client sent DISCONNECT", graceful=True)
+
+    def _on_connect(self, packet: Connect) -> bool:
+        """Hand the CONNECT to the gateway; False if the connection did not survive it."""
+        self._cancel_timer()
+        self._head = b""
+        self.client_id = packet.client_id
+        self.set_keepalive(packet.keepalive)
+        try:
+            port = self._gateway.connect(self, packet)
+        except Exception:
+            log.exception("conn %d %s: gateway.connect failed", self.conn_id, self._who())
+            self._fail("gateway failed")
+            return False
+        if port is None:
+            self.close(reason="refused by the gateway")
+            return False
+        self._port = port
+        if self._closing:  # closed during connect() yet given a port: still say so once
+            self._tell_lost("closed during CONNECT", graceful=True)
+            return False
+        return True
+
+    def _on_connack(self, connack: ConnAck) -> None:
+        """The session answered the CONNECT: release held packets, or close after a refusal."""
+        self._gate.connack(connack.reason_code)
+        if connack.reason_code != 0:
+            self._close_after_flush = True  # [MQTT-3.2.2-7]
+        elif not self._dispatching:  # else _dispatch releases them after its own batch
+            self._release()
+
+    def _release(self) -> None:
+        held = self._gate.release()
+        if held and not self._closing:
+            self._unpause(_PAUSE_HELD)
+            self._dispatch(held)
+
+    def _deliver(self, batch: tuple[Packet, ...]) -> None:
+        assert self._port is not None
+        self._outstanding += 1
+        try:
+            self._port.tell(Inbound(self.conn_id, batch))
+        except Exception as exc:  # the session actor is dead: nobody to serve this client
+            log.warning("conn %d %s: session port refused Inbound: %r", self.conn_id, self._who(), exc)
+            self._fail(f"session unavailable: {exc!r}")
+            return
+        if self._outstanding >= self._settings.max_batches and not self._paused & _PAUSE_CREDIT:
+            self._stats.read_pauses += 1
+            self._pause(_PAUSE_CREDIT)
+
+    def _pause(self, reason: int) -> None:
+        if not self._paused and self.transport is not None and not self._closing:
+            self.transport.pause_reading()
+        self._paused |= reason
+
+    def _unpause(self, reason: int) -> None:
+        was = self._paused
+        self._paused &= ~reason
+        if was and not self._paused and self.transport is not None and not self._closing:
+            self.transport.resume_reading()
+            self._idle.touch()  # time paused by us is not the client's silence
+
+    # -- output --------------------------------------------------------------
+
+    def _admit(self, chunks: list[bytes], size: int) -> bool:
+        """Queue output; past ``max_output`` close the connection instead (False)."""
+        if self._outbox.add(chunks, size):
+            return True
+        self._stats.output_overflows += 1
+        log.warning("conn %d %s: over %d bytes of output waiting: closing", self.conn_id,
+                    self._who(), self._settings.max_output)
+        self._outbox.clear()
+        self._shutdown("output buffer overflow", graceful=False, abort=True)
+        return False
+
+    def _after_flush(self) -> None:
+        if self._close_after_flush and not self._closing:
+            self._shutdown("CONNACK refused the connection", graceful=True)
+        else:
+            self._check_drained()
+
+    def _check_drained(self) -> None:
+        if not self._closing and self._outbox.drained():
+            self._tell(Drained(self.conn_id))
+
+    def _goodbye(self, reason_code: int) -> None:
+        """Queue the v5 farewell: DISCONNECT if connected, CONNACK if nothing answered yet."""
+        packet = self._gate.farewell(reason_code)
+        if packet is not None:
+            self._queue(encode(packet, 5))
+
+    def _queue(self, data: bytes) -> None:
+        self._outbox.put(data)
+        self._stats.packets_out += 1
+
+    # -- endings -------------------------------------------------------------
+
+    def _violation(self, exc: ProtocolError) -> None:
+        """The peer broke the protocol: log the rule, say why (v5), close."""
+        if self._closing:
+            return
+        self._stats.protocol_errors += 1
+        log.warning("conn %d %s: protocol error, closing: %s", self.conn_id, self._who(), exc)
+        level = self.protocol_level or sniff_level(self._head)
+        if exc.reason_code == ReasonCode.UNSUPPORTED_PROTOCOL_VERSION and not self._gate.connack_sent:
+            # [MQTT-3.1.2-2] (3.1.1): CONNACK 0x01 in the form every version can read.
+            self._queue(encode(ConnAck(False, 0x01), 4))
+            self._gate.connack_sent = True
+        elif level == 5:
+            self._goodbye(exc.reason_code)
+        self._shutdown(str(exc), graceful=False)
+
+    def _fail(self, reason: str) -> None:
+        """Close because something on our side failed (v5: reason 0x80)."""
+        if self.protocol_level == 5:
+            self._goodbye(ReasonCode.UNSPECIFIED_ERROR)
+        self._shutdown(reason, graceful=False)
+
+    def _connect_timeout(self) -> None:
+        self._timer = None
+        if self._gate.state is _S.AWAIT_CONNECT and not self._closing:
+            self._stats.connect_timeouts += 1
+            log.info("conn %d %s: no CONNECT within %gs, closing", self.conn_id, self._who(),
+                     self._settings.connect_timeout)
+            self._shutdown("connect timeout", graceful=False)
+
+    def _keepalive_expired(self) -> None:
+        if self._closing:
+            return
+        self._stats.keepalive_timeouts += 1
+        log.info("conn %d %s: keepalive expired (%gs without a packet), closing",
+                 self.conn_id, self._who(), self._idle.limit)
+        if self.protocol_level == 5:
+            self._goodbye(ReasonCode.KEEP_ALIVE_TIMEOUT)
+        self._shutdown("keepalive timeout", graceful=False)
+
+    def _shutdown(self, reason: str, *, graceful: bool, abort: bool = False) -> None:
+        """Flush what is queued, close the transport, tell the session once."""
+        if self._closing:
+            return
+        self._closing = True
+        self._cancel_timer()
+        self._gate.held.clear()
+        transport = self.transport
+        if transport is not None and not self._lost:
+            if abort:
+                transport.abort()
+            else:
+                self._outbox.flush()
+                transport.close()
+                self._abort_timer = self._loop.call_later(self._settings.close_timeout,
+                                                          self._abort)
+        self._tell_lost(reason, graceful)
+
+    def _abort(self) -> None:
+        self._abort_timer = None
+        if self.transport is not None and not self._lost:
+            log.info("conn %d %s: peer did not take its last bytes in %gs, aborting",
+                     self.conn_id, self._who(), self._settings.close_timeout)
+            self.transport.abort()
+
+    def _tell_lost(self, reason: str, graceful: bool) -> None:
+        if self._port is not None and not self._lost_told:
+            self._lost_told = True
+            self._tell(ConnectionLost(self.conn_id, reason, graceful))
+
+    def _tell(self, message: ConnectionLost | Drained) -> None:
+        if self._port is None:
+            return
+        try:
+            self._port.tell(message)
+        except Exception as exc:
+            log.warning("conn %d %s: session port refused %s: %r", self.conn_id, self._who(),
+                        type(message).__name__, exc)
+            if not self._closing:
+                self._shutdown(f"session unavailable: {exc!r}", graceful=False)
+
+    def _cancel_timer(self) -> None:
+        self._idle.cancel()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _who(self) -> str:
+        host, port = self.peer
+        who = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        return who if self.client_id is None else f"{who} client {self.client_id!r}"
+
+    def __repr__(self) -> str:
+        return f"<MqttConnection {self.conn_id} {self._who()} {self._gate.state.name}>"
+
+
+if TYPE_CHECKING:
+    def _implements(conn: MqttConnection) -> Connection:
+        return conn  # mypy checks that MqttConnection satisfies the Connection protocol

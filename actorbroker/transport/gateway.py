@@ -1,0 +1,158 @@
+"""Transport layer: the contract between the transport and the session actors. Stdlib, codec and messages only.
+
+This module is the whole interface the actors implement and use; nothing
+here runs. Three roles:
+
+``Gateway`` (implemented by the app/actors, passed to ``start_listener``)
+    ``gateway.connect(conn, connect) -> SessionPort | None`` is called once
+    per connection, synchronously on the loop thread, when its CONNECT packet
+    arrives (valid: the codec parsed it; nothing before it). It finds or
+    starts the session of ``connect.client_id`` (an empty id is the
+    gateway's to assign) and hands it the connection, e.g. by telling it
+    ``Attach(conn, connect)``, then returns the session's port.
+
+    Refusing synchronously (banned, server busy): queue the CONNACK with the
+    refusal code (``conn.send([ConnAck(False, code)])``), call
+    ``conn.close()`` and return None. Nothing more reaches the gateway
+    about that connection. A session may also refuse later (asynchronous
+    authentication): it sends the refusing CONNACK itself and closes.
+
+    It must not raise; if it does, the transport logs the traceback and
+    closes the connection (v5: CONNACK 0x80).
+
+``SessionPort`` (anything with ``tell``; a pykka ``ActorRef`` fits)
+    Receives, in this order and only from the loop thread:
+
+    * ``Inbound(conn_id, packets)``: one per read, the packets of that read
+      in order (a tuple, never empty). Call ``conn.batch_done()`` once per
+      Inbound processed: with ``max_batches`` (default 4) outstanding the
+      transport stops reading that socket, so a publisher faster than its
+      session is slowed by TCP, not buffered in memory.
+    * ``Drained(conn_id)``: the connection, seen congested, takes output
+      again (see ``congested``).
+    * ``ConnectionLost(conn_id, reason, graceful)``: exactly once, last,
+      however the connection ends, including after ``conn.close()``.
+      ``graceful`` is True if the client sent DISCONNECT (the packet is in
+      the last Inbound: a v5 reason 0x04 still asks for the will) or if
+      ``conn.close()`` was called; the will decision is the session's.
+
+    Before CONNACK: packets that follow the CONNECT (a client may pipeline
+    them) are held by the transport and delivered as one Inbound right after
+    the session sends a successful CONNACK; dropped if it refuses
+    ([MQTT-3.1.4-5]). AUTH (v5 enhanced authentication) and DISCONNECT are
+    delivered at once. A v5 client that named an Authentication Method and
+    sends anything else before CONNACK is disconnected ([MQTT-3.1.2-30]).
+    If ``tell`` raises (a dead actor), the transport closes the connection.
+
+``Connection`` (implemented here, used by the session)
+    Not an actor: connections are monitored (ConnectionLost), not
+    supervised. **Every method and property must be called on the loop
+    thread** (loop actors run there; a ThreadActor must hop onto the loop
+    with ``loop.call_soon_threadsafe``). No method raises for peer or
+    network reasons; after the connection has ended they are no-ops.
+
+    * ``conn_id``: unique int for the life of the process; ``peer``:
+      (host, port) of the client; ``protocol_level``: 3, 4 or 5 (None until
+      CONNECT); ``client_id``: the CONNECT's id (the gateway may replace an
+      empty one by assigning to it).
+    * ``send(packets)``: encode with the connection's protocol level and
+      queue; all output queued in one loop tick goes out in one socket
+      write. Sending a CONNACK is what the transport watches for: success
+      moves the connection to CONNECTED (held packets are delivered),
+      a refusal code closes it after the flush ([MQTT-3.2.2-7]).
+      ``send_bytes(data)``: the same for pre-encoded packets (e.g. one
+      PUBLISH encoded once for many subscribers of the same level).
+    * ``congested``: True when output is backing up (the socket paused us,
+      or more than the high-water mark is buffered). The session should
+      then drop QoS 0 messages (and count them) and keep QoS 1/2 in its
+      queue until ``Drained``. A session that keeps sending while more
+      than ``max_output`` bytes are buffered gets the connection closed
+      (abnormally): memory per connection stays bounded.
+      ``buffered_bytes``: output queued and not yet taken by the kernel.
+    * ``batch_done()``: one Inbound processed (see above).
+    * ``close(reason_code=None, reason="")``: flush queued output, then for
+      a v5 client with a reason code: DISCONNECT with it (or, before any
+      CONNACK, a CONNACK with it); then close the socket. Idempotent.
+      Tells ConnectionLost(graceful=True) unless the connection already
+      ended.
+    * ``set_keepalive(seconds)``: enforce 1.5 x ``seconds`` of silence as
+      the limit ([MQTT-3.1.2-24]); 0 disables. The transport applies the
+      CONNECT's keepalive by itself; the session calls this to apply a
+      v5 Server Keep Alive. Any packet received restarts the period; time
+      spent with reading paused by the broker does not count. On expiry:
+      v5 DISCONNECT 0x8D, then close; ConnectionLost(graceful=False).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Protocol, runtime_checkable
+
+from actorbroker.codec import Connect, Packet
+
+__all__ = ["Connection", "Gateway", "SessionPort"]
+
+
+@runtime_checkable
+class SessionPort(Protocol):
+    """Where a connection's messages go: ``Inbound``, ``Drained``, ``ConnectionLost``."""
+
+    def tell(self, message: Any) -> None:
+        """Queue ``message`` for the session; must not block."""
+
+
+class Connection(Protocol):
+    """One client connection as the session sees it (loop thread only)."""
+
+    @property
+    def conn_id(self) -> int:
+        """Unique id of this connection within the process."""
+
+    @property
+    def peer(self) -> tuple[str, int]:
+        """(host, port) of the client."""
+
+    @property
+    def protocol_level(self) -> int | None:
+        """3, 4 or 5 once CONNECT has arrived, else None."""
+
+    client_id: str | None
+    """The CONNECT's client id (None before CONNECT); the gateway may assign one."""
+
+    def send(self, packets: Iterable[Packet]) -> None:
+        """Encode ``packets`` and queue them; flushed with one write per loop tick."""
+
+    def send_bytes(self, data: bytes) -> None:
+        """Queue already encoded packets (whole packets only)."""
+
+    @property
+    def congested(self) -> bool:
+        """True when the session should hold back output (drop QoS 0, queue QoS 1/2)."""
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Output queued here and in the socket transport, not yet sent."""
+
+    @property
+    def closed(self) -> bool:
+        """True once the connection has ended or is closing."""
+
+    def batch_done(self) -> None:
+        """One Inbound has been processed: return one read credit."""
+
+    def close(self, reason_code: int | None = None, reason: str = "") -> None:
+        """Flush, say goodbye (v5 DISCONNECT/CONNACK with ``reason_code``), close. Idempotent."""
+
+    def set_keepalive(self, seconds: int) -> None:
+        """Close after 1.5 x ``seconds`` without a packet from the client; 0 disables."""
+
+
+class Gateway(Protocol):
+    """Turns an accepted CONNECT into a session port (app side)."""
+
+    def connect(self, conn: Connection, packet: Connect) -> SessionPort | None:
+        """Attach ``conn`` to the session of ``packet.client_id``; None if refused.
+
+        Called on the loop thread; must not block or raise. On None the
+        gateway has queued a refusing CONNACK and called ``conn.close()``.
+        """

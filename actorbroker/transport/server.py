@@ -1,0 +1,211 @@
+"""Transport layer: MQTT listeners (TCP now). Imports stdlib, asyncio, codec and messages.
+
+    stats = TransportStats()
+    listener = await start_listener(config.listeners[0], config.limits, gateway, stats)
+    listener.port                        # the real port, also when configured as 0
+    ...
+    await listener.close()               # stop accepting
+    await listener.close_all()           # v5 clients get DISCONNECT 0x8B, then all close
+
+A :class:`Listener` owns its listening sockets (one per address the bind
+name resolves to), an :class:`~.acceptor.Acceptor` per socket, and the set
+of its live connections. Each accepted socket becomes one
+:class:`~.connection.MqttConnection` through
+``loop.connect_accepted_socket``: the seam where TLS (its ``ssl=``
+argument) and WebSocket (a protocol that unwraps frames around the
+MqttConnection) slot in later without touching the connection.
+
+Beyond ``max_connections`` live connections (0: unlimited), a new socket
+is accepted and closed at once, counted in ``connections_refused`` and
+logged (at most one line per 5 s). Listeners start last and stop first
+(DESIGN.md): ``close`` stops accepting; the caller then ends the sessions
+and calls ``close_all``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from actorbroker.codec import ReasonCode
+
+from .acceptor import Acceptor
+from .connection import MqttConnection
+from .gateway import Gateway
+from .settings import ConnectionSettings, LimitsLike, ListenerLike
+from .stats import LogLimiter, TransportStats
+
+__all__ = ["Listener", "start_listener"]
+
+log = logging.getLogger("actorbroker.transport")
+
+
+async def start_listener(config: ListenerLike, limits: LimitsLike, gateway: Gateway,
+                         stats: TransportStats, *, settings: ConnectionSettings | None = None,
+                         backlog: int = 1024) -> Listener:
+    """Bind ``config.bind``:``config.port`` and start accepting MQTT connections.
+
+    ``settings`` overrides what is derived from ``limits``
+    (:meth:`ConnectionSettings.from_limits`). Raises ``OSError`` if the
+    address cannot be bound (a startup failure, for the supervisor).
+    """
+    loop = asyncio.get_running_loop()
+    sockets = await _bind(loop, config.bind, config.port, backlog)
+    listener = Listener(loop, sockets, gateway, settings or ConnectionSettings.from_limits(limits),
+                        stats, max_connections=config.max_connections)
+    listener.start()
+    return listener
+
+
+class Listener:
+    """Listening sockets and the connections accepted through them (loop thread only)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, sockets: list[socket.socket],
+                 gateway: Gateway, settings: ConnectionSettings, stats: TransportStats, *,
+                 max_connections: int = 0) -> None:
+        self._loop = loop
+        self._sockets = tuple(sockets)
+        self._gateway = gateway
+        self._settings = settings
+        self._stats = stats
+        self._max = max_connections
+        self._conns: dict[int, MqttConnection] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._acceptors = [Acceptor(loop, s, self._on_accept, stats) for s in sockets]
+        self._limiter = LogLimiter(log)
+        self._idle: asyncio.Future[None] | None = None
+        self._closed = False
+        self._port = int(sockets[0].getsockname()[1])
+        self.name = ", ".join(_address(s) for s in sockets)
+
+    @property
+    def sockets(self) -> tuple[socket.socket, ...]:
+        """The listening sockets."""
+        return self._sockets
+
+    @property
+    def port(self) -> int:
+        """The port of the first socket (the real one when 0 was asked for)."""
+        return self._port
+
+    @property
+    def connections(self) -> Mapping[int, MqttConnection]:
+        """Live connections by ``conn_id`` (read-only view)."""
+        return MappingProxyType(self._conns)
+
+    @property
+    def settings(self) -> ConnectionSettings:
+        """What every connection of this listener is held to."""
+        return self._settings
+
+    def start(self) -> None:
+        """Begin accepting on every socket."""
+        for acceptor in self._acceptors:
+            acceptor.start()
+        log.info("listening for MQTT on %s", self.name)
+
+    async def close(self) -> None:
+        """Stop accepting and close the listening sockets; connections stay open."""
+        if self._closed:
+            return
+        self._closed = True
+        for acceptor in self._acceptors:
+            acceptor.stop()
+        for sock in self._sockets:
+            sock.close()
+        log.info("stopped listening on %s", self.name)
+
+    async def close_all(self, reason_code: int = ReasonCode.SERVER_SHUTTING_DOWN,
+                        timeout: float | None = None) -> None:
+        """Close every connection (v5: DISCONNECT ``reason_code``) and wait until all are gone.
+
+        Each connection flushes its output first; one whose peer does not
+        read is aborted after ``close_timeout`` (or ``timeout`` here).
+        """
+        for conn in list(self._conns.values()):
+            conn.close(reason_code, "server shutting down")
+        if not self._conns:
+            return
+        self._idle = self._loop.create_future()
+        wait = self._settings.close_timeout + 1.0 if timeout is None else timeout
+        try:
+            await asyncio.wait_for(asyncio.shield(self._idle), wait)
+        except asyncio.TimeoutError:
+            for conn in list(self._conns.values()):
+                if conn.transport is not None:
+                    conn.transport.abort()
+            await asyncio.wait_for(asyncio.shield(self._idle), 1.0)
+
+    def _on_accept(self, sock: socket.socket, address: Any) -> None:
+        if self._closed:
+            sock.close()
+            return
+        if self._max and len(self._conns) >= self._max:
+            self._stats.connections_refused += 1
+            self._limiter.warning(self._loop.time(), "listener %s: %d connections, the maximum:"
+                                  " closing a new one from %s", self.name, self._max, address)
+            sock.close()
+            return
+        self._stats.connections_accepted += 1
+        sock.setblocking(False)
+        if sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn = MqttConnection(self._gateway, self._settings, self._stats, self._loop)
+        conn.on_lost = self._forget
+        self._conns[conn.conn_id] = conn
+        task = self._loop.create_task(self._attach(conn, sock))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _attach(self, conn: MqttConnection, sock: socket.socket) -> None:
+        """Wrap the socket in a transport driving ``conn`` (TLS/WS: here)."""
+        try:
+            await self._loop.connect_accepted_socket(lambda: conn, sock)
+        except Exception as exc:  # e.g. the peer reset before the transport existed
+            log.info("listener %s: could not set up a connection: %r", self.name, exc)
+            sock.close()
+            if conn.transport is None:
+                self._forget(conn)
+
+    def _forget(self, conn: MqttConnection) -> None:
+        self._conns.pop(conn.conn_id, None)
+        if not self._conns and self._idle is not None and not self._idle.done():
+            self._idle.set_result(None)
+
+
+async def _bind(loop: asyncio.AbstractEventLoop, host: str, port: int,
+                backlog: int) -> list[socket.socket]:
+    """One non-blocking listening socket per address ``host`` resolves to."""
+    infos = await loop.getaddrinfo(host or None, port, family=socket.AF_UNSPEC,
+                                   type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    sockets: list[socket.socket] = []
+    seen = set()
+    try:
+        for family, kind, proto, _, address in infos:
+            if (family, address) in seen:
+                continue
+            seen.add((family, address))
+            sock = socket.socket(family, kind, proto)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind(address)
+            sock.listen(backlog)
+            sock.setblocking(False)
+    except OSError:
+        for sock in sockets:
+            sock.close()
+        raise
+    if not sockets:
+        raise OSError(f"{host!r} resolves to no address to listen on")
+    return sockets
+
+
+def _address(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"

@@ -1,0 +1,84 @@
+"""Transport layer: the tunables of one connection. Stdlib and codec only.
+
+:class:`ConnectionSettings` gathers what a connection needs from the
+``[limits]`` section (anything with ``max_packet_size`` and
+``connect_timeout``, e.g. :class:`actorbroker.config.LimitsConfig`) plus the
+transport's own knobs, which have sound defaults and no config option yet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from actorbroker.codec import MAX_PACKET_SIZE
+
+__all__ = ["ConnectionSettings", "LimitsLike", "ListenerLike"]
+
+
+class LimitsLike(Protocol):
+    """The part of ``LimitsConfig`` the transport reads."""
+
+    @property
+    def max_packet_size(self) -> int: ...
+
+    @property
+    def connect_timeout(self) -> float: ...
+
+
+class ListenerLike(Protocol):
+    """The part of ``ListenerConfig`` the transport reads."""
+
+    @property
+    def bind(self) -> str: ...
+
+    @property
+    def port(self) -> int: ...
+
+    @property
+    def max_connections(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionSettings:
+    """Limits and buffer sizes of every connection of a listener.
+
+    * ``max_packet_size``: largest packet accepted from the client (the
+      decoder refuses bigger ones: v5 0x95).
+    * ``connect_timeout``: seconds a socket has to deliver its CONNECT.
+    * ``high_water``: output bytes buffered beyond which ``congested`` is
+      True (also the socket transport's pause_writing mark).
+    * ``max_output``: a ``send`` while more than this is buffered closes the
+      connection; one large packet on a quiet connection always passes.
+    * ``max_batches``: Inbound messages outstanding (not ``batch_done``)
+      before reading pauses.
+    * ``close_timeout``: seconds a closing socket may take to flush before
+      it is aborted (a peer that never reads must not pin it open).
+    """
+
+    max_packet_size: int = MAX_PACKET_SIZE
+    connect_timeout: float = 10.0
+    high_water: int = 256 * 1024
+    max_output: int = 4 * 1024 * 1024
+    max_batches: int = 4
+    close_timeout: float = 5.0
+
+    def __post_init__(self) -> None:
+        if self.max_packet_size < 2:
+            raise ValueError(f"max_packet_size must be at least 2, not {self.max_packet_size}")
+        if self.connect_timeout <= 0 or self.close_timeout <= 0:
+            raise ValueError("connect_timeout and close_timeout must be positive")
+        if self.high_water < 1 or self.max_output < self.high_water:
+            raise ValueError("need 1 <= high_water <= max_output")
+        if self.max_batches < 1:
+            raise ValueError(f"max_batches must be at least 1, not {self.max_batches}")
+
+    @classmethod
+    def from_limits(cls, limits: LimitsLike, **overrides: Any) -> ConnectionSettings:
+        """Settings from a ``LimitsConfig``; keyword arguments replace single fields."""
+        values: dict[str, Any] = {
+            "max_packet_size": limits.max_packet_size,
+            "connect_timeout": limits.connect_timeout,
+        }
+        values.update(overrides)
+        return cls(**values)

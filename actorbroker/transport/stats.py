@@ -1,0 +1,95 @@
+"""Transport layer: counters the listeners and connections update. Stdlib only.
+
+One :class:`TransportStats` is passed to every listener of a node (or one
+per listener, as the app prefers); the transport only ever adds to its
+fields, on the loop thread, so reading them there needs no lock. The app
+publishes them under ``$SYS``. :class:`LogLimiter` keeps bursts of the same
+complaint (a full listener, a process out of file descriptors) to one log
+line per interval.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Final
+
+__all__ = ["FIELDS", "LogLimiter", "TransportStats"]
+
+#: Every counter, in the order :meth:`TransportStats.snapshot` lists them.
+FIELDS: Final = (
+    "connections_accepted",   # sockets handed to an MQTT connection
+    "connections_refused",    # sockets closed at once: listener at max_connections
+    "connections_current",    # MQTT connections open now (a gauge)
+    "bytes_in",
+    "bytes_out",
+    "packets_in",
+    "packets_out",
+    "writes",                 # transport writes: one per flush, however many packets
+    "connect_timeouts",       # sockets closed for sending no CONNECT in time
+    "keepalive_timeouts",     # connections closed at 1.5 x keepalive of silence
+    "protocol_errors",        # connections closed for malformed or illegal packets
+    "output_overflows",       # connections closed: output buffer beyond its hard limit
+    "read_pauses",            # times reading paused because batches were outstanding
+    "accept_errors",          # failed accept() calls (EMFILE, ENFILE, ...): listener backed off
+)
+
+
+class TransportStats:
+    """Plain int counters (``__slots__``, no locking: loop thread only)."""
+
+    __slots__ = FIELDS
+
+    connections_accepted: int
+    connections_refused: int
+    connections_current: int
+    bytes_in: int
+    bytes_out: int
+    packets_in: int
+    packets_out: int
+    writes: int
+    connect_timeouts: int
+    keepalive_timeouts: int
+    protocol_errors: int
+    output_overflows: int
+    read_pauses: int
+    accept_errors: int
+
+    def __init__(self) -> None:
+        for name in FIELDS:
+            setattr(self, name, 0)
+
+    def snapshot(self) -> dict[str, int]:
+        """Every counter by name, e.g. for ``$SYS/broker/...`` topics."""
+        return {name: getattr(self, name) for name in FIELDS}
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{k}={v}" for k, v in self.snapshot().items() if v)
+        return f"TransportStats({fields})"
+
+
+class LogLimiter:
+    """Logs a recurring warning at most once per ``interval`` seconds.
+
+    The lines in between are counted and the count is reported with the
+    next line that gets through, so a burst costs one line, not thousands.
+    """
+
+    __slots__ = ("_logger", "_interval", "_next", "_suppressed")
+
+    def __init__(self, logger: logging.Logger, interval: float = 5.0) -> None:
+        self._logger = logger
+        self._interval = interval
+        self._next = float("-inf")
+        self._suppressed = 0
+
+    def warning(self, now: float, msg: str, *args: object) -> None:
+        """Log ``msg % args`` if the interval has passed since the last line, else count it."""
+        if now < self._next:
+            self._suppressed += 1
+            return
+        if self._suppressed:
+            msg += " (%d similar suppressed)"
+            args = (*args, self._suppressed)
+            self._suppressed = 0
+        self._next = now + self._interval
+        self._logger.warning(msg, *args)

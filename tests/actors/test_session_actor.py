@@ -1,0 +1,204 @@
+"""SessionActor and the gateway: attach, take-over, concurrent connects, retiring, crashes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from actors_testkit import FakeConnection, Harness, eventually
+
+from actorbroker.messages import Drained
+from actorbroker.actors.messages import Deliver
+from actorbroker.session import AppMessage, QueuePolicy, SessionConfig
+from actorbroker.codec import (
+    ConnAck,
+    Disconnect,
+    PingReq,
+    PingResp,
+    PubAck,
+    Publish,
+    SubAck,
+    Subscribe,
+    Subscription,
+    Will,
+)
+Run = Callable[..., Any]
+
+
+async def _subscribe(conn: FakeConnection, topic_filter: str, qos: int = 1) -> None:
+    before = len(conn.of_type(SubAck))
+    conn.feed(Subscribe(1, (Subscription(topic_filter, qos),)))
+    await conn.expect(SubAck, before + 1)
+
+
+def test_one_read_gives_one_send_and_one_batch_done(run: Run) -> None:
+    async def main() -> None:
+        async with Harness() as h:
+            conn = await h.connect("reader")
+            sends_before = len(conn.sent)
+            conn.feed(PingReq(), PingReq(), Publish("a", b"x", 1, packet_id=3))
+            await conn.expect(PubAck)
+            assert conn.sent[sends_before:] == [PingResp(), PingResp(), PubAck(3)]
+            assert conn.batches_done == 1
+    run(main())
+
+
+def test_concurrent_connects_of_one_client_id_start_one_session(run: Run) -> None:
+    async def main() -> None:
+        async with Harness() as h:
+            first = h.attach("twin")   # the session starts asynchronously:
+            second = h.attach("twin")  # this CONNECT joins that start
+            assert first.port is not second.port
+            await second.expect(ConnAck)
+            await eventually(lambda: first.closed)  # taken over: [MQTT-3.1.4-2]
+            assert first.of_type(ConnAck) == [ConnAck(False, 0)]
+            assert "[MQTT-3.1.4-2]" in first.close_reason
+            assert list(h.node.names.sessions) == ["twin"]
+            await _subscribe(second, "t")  # the survivor works
+            assert not second.closed
+    run(main())
+
+
+def test_a_retiring_session_hands_a_late_attach_to_its_successor(run: Run) -> None:
+    async def main() -> None:
+        async with Harness() as h:
+            old = await h.connect("phoenix", clean=True)
+            old_ref = h.node.names.sessions["phoenix"]
+            old.drop()  # the clean session ends with it: the actor retires...
+            new = h.attach("phoenix")  # ...but this Attach was already sent to it
+            assert new.port.target is old_ref
+            [connack] = await new.expect(ConnAck)
+            assert connack == ConnAck(False, 0)
+            await eventually(lambda: not old_ref.is_alive())
+            assert h.node.names.sessions["phoenix"] is not old_ref
+            assert new.port.target is h.node.names.sessions["phoenix"]
+            await _subscribe(new, "ph/#")
+            new.feed(Publish("ph/1", b"alive", 0))
+            await new.expect(Publish)
+            new.feed(Disconnect())
+    run(main())
+
+
+def test_a_crashed_persistent_session_is_restarted_with_its_subscriptions(run: Run) -> None:
+    async def main() -> None:
+        async with Harness() as h:
+            conn = await h.connect("durable", clean=False)
+            await _subscribe(conn, "d/#", 1)
+            ref = h.node.names.sessions["durable"]
+            ref.tell("not a message")  # a bug: the actor crashes
+            await eventually(lambda: conn.closed)  # on_failure closes its connection
+            await eventually(lambda: h.node.names.sessions.get("durable") not in (None, ref))
+            back = h.attach("durable", clean=False)
+            [connack] = await back.expect(ConnAck)
+            assert connack == ConnAck(True, 0)  # the restored session resumes
+            pub = await h.connect("pub")
+            pub.feed(Publish("d/x", b"after the crash", 1, packet_id=1))
+            [message] = await back.expect(Publish)
+            assert message.payload == b"after the crash"
+    run(main())
+
+
+def test_a_crashed_clean_session_is_forgotten(run: Run) -> None:
+    async def main() -> None:
+        async with Harness() as h:
+            conn = await h.connect("fleeting", clean=True)
+            await _subscribe(conn, "f/#")
+            assert h.node.metrics.subscriptions == 1
+            ref = h.node.names.sessions["fleeting"]
+            ref.tell("not a message")
+            await eventually(lambda: conn.closed)
+            await eventually(lambda: h.node.metrics.subscriptions == 0)
+            await eventually(lambda: "fleeting" not in h.node.names.sessions)
+    run(main())
+
+
+def test_a_congested_connection_queues_until_drained(run: Run) -> None:
+    async def main() -> None:
+        async with Harness() as h:
+            slow = await h.connect("slow")
+            await _subscribe(slow, "c/t", 1)
+            pub = await h.connect("fast")
+            pub.feed(Publish("c/t", b"warm-up", 0))
+            await slow.expect(Publish)
+            slow.congested = True
+            pub.feed(*[Publish("c/t", str(i).encode(), i % 2, packet_id=i if i % 2 else None)
+                       for i in range(1, 201)])
+            await pub.expect(PubAck, 100)
+            session = h.node.names.sessions["slow"]
+            core = await session.proxy().core
+            await eventually(lambda: len(core.queued) == 200)  # QoS 0 waits too
+            assert len(slow.of_type(Publish)) == 1
+            slow.congested = False
+            slow.port.tell(Drained(slow.conn_id))
+            # FIFO, until the window (20 QoS 1 in flight) is full.
+            got = await slow.expect(Publish, 1 + 39)
+            assert [p.payload for p in got[1:]] == [str(i).encode() for i in range(1, 40)]
+            acked = 0
+            while len(slow.of_type(Publish)) < 201:  # acknowledge: the window moves on
+                seen = slow.of_type(Publish)
+                slow.feed(*[PubAck(p.packet_id) for p in seen[acked:] if p.qos])
+                acked = len(seen)
+                await slow.expect(Publish, acked + 1)
+            assert [p.payload for p in slow.of_type(Publish)[1:]] == [
+                str(i).encode() for i in range(1, 201)]
+            assert h.node.metrics.dropped == {}
+    run(main())
+
+
+def test_a_congested_connection_drops_beyond_the_queue_limit(run: Run) -> None:
+    async def main() -> None:
+        async with Harness(session=SessionConfig(queue=QueuePolicy(max_queued_messages=5))) as h:
+            slow = await h.connect("slow")
+            await _subscribe(slow, "c/t", 0)
+            slow.congested = True
+            pub = await h.connect("fast")
+            pub.feed(*[Publish("c/t", b"x", 0) for _ in range(8)])
+            await eventually(lambda: h.node.metrics.dropped == {"queue_full": 3})
+    run(main())
+
+
+def test_a_clean_start_ignores_deliveries_for_the_discarded_subscriptions(run: Run) -> None:
+    async def main() -> None:
+        async with Harness() as h:
+            old = await h.connect("epoch", clean=False)
+            await _subscribe(old, "e/#", 1)
+            ref = h.node.names.sessions["epoch"]
+            old_epoch = await ref.proxy().epoch
+            old.feed(Disconnect())
+            await eventually(lambda: h.node.metrics.clients_connected == 0)
+            new = await h.connect("epoch", clean=True)  # discards "e/#" (asynchronously)
+            assert await ref.proxy().epoch != old_epoch
+            # A Deliver the topic actor sent before the registry removed "e/#":
+            ref.tell(Deliver((AppMessage("e/1", b"stale", 1),), 1, old_epoch))
+            await _subscribe(new, "marker")
+            h.node.names.sessions["epoch"].tell(
+                Deliver((AppMessage("marker", b"m", 0),), 0, await ref.proxy().epoch))
+            [message] = await new.expect(Publish)
+            assert message.payload == b"m"
+            assert h.node.metrics.dropped == {"session_ended": 1}
+    run(main())
+
+
+def test_a_session_that_cannot_start_refuses_with_0x03(run: Run) -> None:
+    async def main() -> None:
+        async with Harness() as h:
+            sessions, h.node.refs.sessions = h.node.refs.sessions, None
+            try:
+                conn = h.attach("unlucky")
+                await eventually(lambda: conn.closed)
+                assert conn.sent == [ConnAck(False, 0x03)]
+            finally:
+                h.node.refs.sessions = sessions
+    run(main())
+
+
+def test_will_of_a_dropped_connection_goes_through_the_tree(run: Run) -> None:
+    async def main() -> None:
+        async with Harness() as h:
+            watcher = await h.connect("watcher")
+            await _subscribe(watcher, "w/+", 1)
+            doomed = await h.connect("doomed", will=Will("w/doomed", b"bye", 1, False))
+            doomed.drop()
+            [will] = await watcher.expect(Publish)
+            assert (will.topic, will.payload, will.qos) == ("w/doomed", b"bye", 1)
+    run(main())

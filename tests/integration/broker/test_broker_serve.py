@@ -1,0 +1,113 @@
+"""``actorbroker serve`` as a process: real clients, SIGTERM/SIGINT, a port in use."""
+
+from __future__ import annotations
+
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mqtt_testkit import mosquitto_pub, mosquitto_sub
+
+SCRIPT = Path(sys.executable).with_name("actorbroker")
+
+
+class Serve:
+    """``actorbroker serve`` in a subprocess; its log lines read by a thread."""
+
+    def __init__(self, tmp_path: Path, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [str(SCRIPT), "serve", "--data-dir", str(tmp_path / "data"), *args],
+            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.log: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)
+
+    def wait_for(self, pattern: str, timeout: float = 15.0) -> re.Match[str]:
+        """The first new log line matching ``pattern`` (AssertionError at EOF or timeout)."""
+        while True:
+            try:
+                line = self.lines.get(timeout=timeout)
+            except queue.Empty:
+                raise AssertionError(f"no log line like {pattern!r}; log: {self.log}") from None
+            if line is None:
+                raise AssertionError(f"exited before {pattern!r}; log: {self.log}")
+            self.log.append(line)
+            match = re.search(pattern, line)
+            if match:
+                return match
+
+    def stop(self, sig: signal.Signals = signal.SIGTERM, timeout: float = 20.0) -> int:
+        self.proc.send_signal(sig)
+        status = self.proc.wait(timeout)
+        while (line := self.lines.get(timeout=5)) is not None:
+            self.log.append(line)
+        return status
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator[list[Serve]]:
+    started: list[Serve] = []
+    yield started
+    for s in started:
+        if s.proc.poll() is None:
+            s.proc.kill()
+            s.proc.wait()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_serve_talks_to_mosquitto_clients_and_stops_gracefully(
+        tmp_path: Path, serve: list[Serve], sig: signal.Signals) -> None:
+    broker = Serve(tmp_path, "--port", "0", "--log-level", "info")
+    serve.append(broker)
+    port = int(broker.wait_for(r"actorbroker started: listening on 127\.0\.0\.1:(\d+)").group(1))
+    assert (tmp_path / "data").is_dir()
+    sub = mosquitto_sub("127.0.0.1", port, "-i", "cli-sub", "-t", "cli/#", "-q", "1",
+                        "-C", "1", "-v", "-W", "10")
+    broker.wait_for(r"client 'cli-sub' connected from 127\.0\.0\.1:\d+ \(MQTT 3\.1\.1")
+    # mosquitto_sub subscribes right after CONNACK; a retained message makes the order moot.
+    result = mosquitto_pub("127.0.0.1", port, "-i", "cli-pub", "-t", "cli/x", "-m", "hello",
+                           "-q", "1", "-r")
+    assert result.returncode == 0, result.stderr
+    out, err = sub.communicate(timeout=15)
+    assert (sub.returncode, out) == (0, "cli/x hello\n"), err
+    keeper = mosquitto_sub("127.0.0.1", port, "-i", "keeper", "-t", "never", "-W", "30")
+    try:
+        broker.wait_for(r"client 'keeper' connected")
+        status = broker.stop(sig)
+    finally:
+        keeper.kill()
+        keeper.wait()
+    log = "\n".join(broker.log)
+    assert status == 0, log
+    assert f"received {sig.name}: stopping" in log
+    assert "stopped listening on 127.0.0.1:" in log
+    assert re.search(r"client 'keeper' disconnected from 127\.0\.0\.1:\d+: server shutting down",
+                     log), log
+    assert "client 'cli-pub' disconnected" in log and "client sent DISCONNECT" in log
+    assert "actorbroker stopped" in log
+    # Listeners stop first, then the tree (the session sees its connection go before it stops).
+    assert log.index("stopped listening") < log.index("actorbroker stopped")
+
+
+def test_serve_fails_with_status_1_when_the_port_is_taken(tmp_path: Path,
+                                                          serve: list[Serve]) -> None:
+    first = Serve(tmp_path, "--port", "0")
+    serve.append(first)
+    port = first.wait_for(r"listening on 127\.0\.0\.1:(\d+)").group(1)
+    second = Serve(tmp_path, "--port", port)
+    serve.append(second)
+    assert second.proc.wait(20) == 1
+    second.wait_for(r"failed to start: .*[Aa]ddress already in use", timeout=5)
+    assert first.stop() == 0

@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-EXTRAS := test,bench
+EXTRAS := test,bench,pipeline
 
 .PHONY: run test sysdeps venv lint typecheck pytest statecharts docs bench clean
 
@@ -29,7 +29,7 @@ lint: venv
 	$(BIN)/lint-imports
 
 typecheck: venv
-	$(BIN)/mypy -p actorbroker.codec -p actorbroker.routing -p actorbroker.session -p supervisors -p actorbroker.config -m actorbroker.errors -m actorbroker.cli -p actorbroker.transport -m actorbroker.messages -p actorbroker.actors -m actorbroker.app -m actorbroker.metrics -m actorbroker.testing -p actorbroker.persistence
+	$(BIN)/mypy -p actorbroker.codec -p actorbroker.routing -p actorbroker.session -p supervisors -p actorbroker.config -m actorbroker.errors -m actorbroker.cli -p actorbroker.transport -m actorbroker.messages -p actorbroker.actors -m actorbroker.app -m actorbroker.metrics -m actorbroker.testing -p actorbroker.persistence -p actorbroker.durable -p actorbroker.auth
 
 pytest: venv
 	$(BIN)/python -m pytest

@@ -34,6 +34,7 @@ serve`` command).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import signal
 import threading
@@ -54,8 +55,11 @@ from actorbroker.actors import (
     SessionGateway,
     SysActor,
 )
+from actorbroker import collector
+from actorbroker.actors.durable_tree import STORAGE_START_TIMEOUT, durable_children
+from actorbroker.codec import Properties, ReasonCode
 from actorbroker.config import Config, ListenerConfig
-from actorbroker.errors import BrokerError
+from actorbroker.errors import AuthError, BrokerError
 from actorbroker.transport import TransportStats, new_event_loop, run, start_listener
 from supervisors import (
     ChildKind,
@@ -159,8 +163,10 @@ class Broker:
             for index, listener in enumerate(self.config.listeners)
         ]
         self._root = Supervisor.start(
-            [supervisor_spec("core", self._core_specs(node), strategy=Strategy.REST_FOR_ONE,
-                             intensity=CORE_INTENSITY),
+            # The core waits for the storage actor to fold the log (STORAGE_START_TIMEOUT).
+            [dataclasses.replace(
+                supervisor_spec("core", self._core_specs(node), strategy=Strategy.REST_FOR_ONE,
+                                intensity=CORE_INTENSITY), start_timeout=STORAGE_START_TIMEOUT),
              supervisor_spec("listeners", listeners, strategy=Strategy.ONE_FOR_ONE)],
             strategy=Strategy.ONE_FOR_ALL, name="root",
         )
@@ -191,16 +197,24 @@ class Broker:
                 name="sessions")
             return refs.sessions
 
+        first, after_sessions = durable_children(self.config, node)  # commit log: storage, keeper
         return [
+            *first,
             ChildSpec(id="registry", start=registry),
             ChildSpec(id="topics", start=topics, kind=ChildKind.SUPERVISOR),
             ChildSpec(id="sessions", start=sessions, kind=ChildKind.SUPERVISOR),
+            *after_sessions,
             ChildSpec(id="sys", start=partial(SysActor.start, node)),
         ]
 
     async def _open(self, listener: ListenerConfig, gateway: SessionGateway) -> ListenerHandle:
         handle: ListenerHandle = await start_listener(listener, self.config.limits, gateway,
                                                       self.stats)
+        reference = self.settings.server_reference
+        if reference:  # MQTT 5: tell clients where to go when this node shuts down
+            code = (ReasonCode.SERVER_MOVED if self.settings.server_moved
+                    else ReasonCode.USE_ANOTHER_SERVER)
+            handle.farewell = (code, Properties(server_reference=reference))  # type: ignore[attr-defined]
         return handle
 
     def _on_bound(self, index: int, handle: ListenerHandle | None) -> None:
@@ -338,12 +352,13 @@ def serve(config: Config) -> int:
         # Before starting: a signal that arrives during the start stops the broker after it.
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, on_signal, sig)
-        broker = Broker(config)
         try:
+            broker = Broker(config)  # AuthError: the credentials file cannot be used
             await broker.start()
-        except BrokerStartError as exc:
+        except (BrokerStartError, AuthError) as exc:
             log.error("%s", exc)
             return 1
+        collector.tune()  # a long-running process: see actorbroker/collector.py
         ended = asyncio.ensure_future(broker.wait())
         stopping = asyncio.ensure_future(stop.wait())
         await asyncio.wait([ended, stopping], return_when=asyncio.FIRST_COMPLETED)

@@ -1,8 +1,11 @@
-"""Command line: ``actorbroker serve | check-config FILE | --version``.
+"""Command line: ``actorbroker serve | check-config FILE | passwd FILE USER | pipeline JOB | --version``.
 
 Top layer: may import everything in the package. Kept thin; each subcommand
 delegates to the module that does the work (configuration: actorbroker.config;
-the broker: actorbroker.app). ``serve`` runs until SIGTERM or SIGINT, which
+the broker: actorbroker.app; credentials: actorbroker.auth; Spark jobs:
+actorbroker.pipeline.commands, which loads pyspark only when a job runs).
+``serve`` runs
+until SIGTERM or SIGINT, which
 stop it gracefully (listeners first, then the supervision tree).
 Exit codes: 0 done, 1 invalid configuration or the broker failed (e.g. its
 port is in use), 2 bad usage (argparse).
@@ -11,6 +14,7 @@ port is in use), 2 bad usage (argparse).
 from __future__ import annotations
 
 import argparse
+import getpass
 import logging
 import os
 import sys
@@ -20,6 +24,8 @@ from typing import TextIO
 from actorbroker import __version__
 from actorbroker.config import Config, check, describe, load
 from actorbroker.errors import ConfigError, InvalidConfigError
+from actorbroker.pipeline.commands import add_parser as add_pipeline_parser
+from actorbroker.pipeline.commands import run as run_pipeline
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,6 +55,19 @@ def build_parser() -> argparse.ArgumentParser:
                     "each error as FILE:LINE: message and exit 1.",
     )
     check_config.add_argument("file", metavar="FILE")
+    passwd = sub.add_parser(
+        "passwd", help="add a user to a SCRAM credentials file",
+        description="Add USER to (or replace it in) the SCRAM credentials file FILE "
+                    "([auth] scram_credentials_file), created if missing, mode 0600. "
+                    "The password is read from standard input when it is not a "
+                    "terminal, else prompted for twice. Only salted keys are stored.",
+    )
+    passwd.add_argument("file", metavar="FILE")
+    passwd.add_argument("user", metavar="USER")
+    passwd.add_argument("--iterations", type=int, default=4096, metavar="N",
+                        help="PBKDF2 iterations (default 4096, RFC 7677's minimum)")
+    passwd.add_argument("--delete", action="store_true", help="remove USER instead")
+    add_pipeline_parser(sub)  # stdlib only: --help never starts Java
     return parser
 
 
@@ -99,6 +118,42 @@ def _check_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def _passwd(args: argparse.Namespace) -> int:
+    from actorbroker.auth import Credentials
+    from actorbroker.errors import AuthError
+
+    try:
+        credentials = Credentials.load(args.file) if os.path.exists(args.file) else Credentials()
+    except AuthError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    if args.delete:
+        if not credentials.remove(args.user):
+            print(f"no user {args.user!r} in {args.file}", file=sys.stderr)
+            return 1
+    else:
+        if args.iterations < 4096:
+            print("--iterations must be at least 4096 (RFC 7677)", file=sys.stderr)
+            return 2
+        if sys.stdin.isatty():
+            password = getpass.getpass(f"password for {args.user}: ")
+            if getpass.getpass("again: ") != password:
+                print("the passwords differ", file=sys.stderr)
+                return 1
+        else:
+            password = sys.stdin.readline().rstrip("\r\n")
+        if not password:
+            print("empty password refused", file=sys.stderr)
+            return 1
+        try:
+            credentials.add(args.user, password, iterations=args.iterations)
+        except ValueError as exc:
+            print(exc, file=sys.stderr)
+            return 1
+    credentials.save(args.file)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -106,6 +161,11 @@ def main(argv: list[str] | None = None) -> int:
         return _serve(args)
     if args.command == "check-config":
         return _check_config(args)
+    if args.command == "pipeline":
+        code: int = run_pipeline(args)  # pyspark is loaded only here
+        return code
+    if args.command == "passwd":
+        return _passwd(args)
     parser.print_help()
     return 2
 

@@ -22,8 +22,13 @@ values plus the broker's own):
 ``expired``            an MQTT 5 message expiry ran out while queued
 ``session_ended``      the session state was discarded with the message unacked
 ``session_unavailable``  the subscriber's session actor was not running (crash)
+``session_crashed``    held by a session actor that crashed, and not in the commit log
 ``topic_unavailable``  the topic actor could not be started
 ``retained_limit``     max_retained_messages reached: delivered, not retained
+``too_large``          larger than the MQTT 5 client's Maximum Packet Size
+``shared_unavailable`` no member of a shared subscription group could take it
+``unreadable``         queued as a log offset whose record was lost (a quarantined
+                       or deleted segment) before the session fetched it
 =====================  ========================================================
 """
 

@@ -36,6 +36,7 @@ TABLE_MODULES: tuple[str, ...] = (
     "actorbroker.session.lifecycle",
     "actorbroker.session.qos_outbound",
     "actorbroker.session.qos_inbound",
+    "actorbroker.auth.exchange",
 )
 
 DOCS_DIR = Path(__file__).resolve().parent.parent / "docs" / "statecharts"

@@ -233,13 +233,23 @@ BROKERS: dict[str, Callable[[int, Path], Broker]] = {
 }
 
 
-def start(name: str, workdir: Path) -> Broker:
-    """Start broker ``name`` on a free port with its working files in ``workdir``."""
+def start(name: str, workdir: Path, attempts: int = 3) -> Broker:
+    """Start broker ``name`` on a free port with its working files in ``workdir``.
+
+    The port is free when chosen but not reserved: another process (other
+    jobs share the machine) may bind it before the broker does. A start that
+    fails with "Address already in use" is retried on a new port.
+    """
     workdir.mkdir(parents=True, exist_ok=True)
-    try:
-        return BROKERS[name](free_port(), workdir)
-    except OSError as exc:
-        raise BrokerUnavailable(f"{name}: {exc}") from exc
+    for attempt in range(attempts):
+        try:
+            return BROKERS[name](free_port(), workdir)
+        except BrokerUnavailable as exc:
+            if "already in use" not in str(exc) or attempt == attempts - 1:
+                raise
+        except OSError as exc:
+            raise BrokerUnavailable(f"{name}: {exc}") from exc
+    raise AssertionError("unreachable")
 
 
 if __name__ == "__main__":  # manual check: start each broker once and print its RSS

@@ -76,9 +76,13 @@ def run_one(broker: str, scenario: str, rep: int, quick: bool) -> dict[str, Any]
             if not b.alive():
                 rec["ok"] = False
                 rec["error"] = f"{broker} exited during the run:\n{b.log_tail()}"
+            elif fig.get("lost") or not rec["ok"]:
+                rec["log_tail"] = b.log_tail(30)  # drops are logged (WARNING): say why
         except LoadError as exc:
             alive = b.alive()
             rec["error"] = f"{exc}" + ("" if alive else f"\n{broker} died:\n{b.log_tail()}")
+            if alive:
+                rec["log_tail"] = b.log_tail(30)
             rec["setup_failed"] = exc.phase == "setup"
         finally:
             b.stop()

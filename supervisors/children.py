@@ -29,7 +29,7 @@ from supervisors.links import PING, Linkable, actor_of, exit_future, kill, link,
 from supervisors.reasons import KILLED, NOPROC, Crash, ExitReason
 from supervisors.spec import BRUTAL_KILL, ChildSpec
 
-__all__ = ["Child", "start", "terminate", "terminate_many"]
+__all__ = ["Child", "spawn", "start", "terminate", "terminate_many"]
 
 
 @dataclass(slots=True)
@@ -45,13 +45,24 @@ class Child:
         self.state = advance(self.state, event)
 
 
-async def start(owner: Linkable, child: Child) -> ActorRef[Any]:
-    """Start ``child`` linked to ``owner``; return once its on_start is done.
+def spawn(owner: Linkable, child: Child) -> ActorRef[Any]:
+    """Start ``child`` linked to ``owner`` without waiting for its on_start.
+
+    The child is RUNNING on return (``spec.wait_start`` False): an on_start
+    that fails later is an exit like any other.
 
     Raises:
         StartChildError: the start function raised, returned something that is
-            not a supervisable actor, or the actor died or timed out in on_start.
+            not a supervisable actor, or the actor is dead already.
     """
+    ref = _create(owner, child)
+    child.ref = ref
+    child.move("started")
+    return ref
+
+
+def _create(owner: Linkable, child: Child) -> ActorRef[Any]:
+    """Run the start function and link the new actor to ``owner`` (state STARTING)."""
     child.move("restart" if child.state is ChildState.EXITED else "start")
     spec = child.spec
     try:
@@ -72,6 +83,22 @@ async def start(owner: Linkable, child: Child) -> ActorRef[Any]:
         raise StartChildError(spec.id, NOPROC)
     link(owner.actor_ref, ref)
     actor._parent = owner.actor_ref
+    return ref
+
+
+async def start(owner: Linkable, child: Child) -> ActorRef[Any]:
+    """Start ``child`` linked to ``owner``; return once its on_start is done.
+
+    With ``spec.wait_start`` False, return at once (see :func:`spawn`).
+
+    Raises:
+        StartChildError: the start function raised, returned something that is
+            not a supervisable actor, or the actor died or timed out in on_start.
+    """
+    spec = child.spec
+    if not spec.wait_start:
+        return spawn(owner, child)
+    ref = _create(owner, child)
     loop = asyncio.get_running_loop()
     timer = None
     if spec.start_timeout != math.inf:

@@ -3,7 +3,9 @@
 Elixir's DynamicSupervisor / Erlang's simple_one_for_one: no children at
 start, ``start_child(sup, spec)`` adds one, children are named by their ref,
 strategy is one_for_one. A transient child that exits normally and a
-temporary child that exits for any reason are forgotten. On stop, all
+temporary child that exits for any reason are forgotten. A child whose spec
+has ``wait_start=False`` starts within the request's handler, without
+awaiting its ``on_start`` (one message per start, no task). On stop, all
 children are asked to stop at once and their shutdown timeouts run
 concurrently (ordering between thousands of sessions means nothing, and
 stopping 100k children one by one would take minutes).
@@ -51,19 +53,31 @@ class DynamicSupervisor(SupervisorBase):
     def _request(self, message: Any) -> Any:
         match message:
             case StartChild(spec=spec):
+                if not spec.wait_start:
+                    return self._spawn_new(spec)  # no task, no Ping: the reply is immediate
                 return self._start_new(spec)
             case TerminateChild(child=ref):
                 return self._terminate_child(ref)
             case _:
                 return super()._request(message)
 
-    async def _start_new(self, spec: ChildSpec) -> ActorRef[Any]:
+    def _check_room(self) -> None:
         if self._max_children is not None and len(self._children) >= self._max_children:
             raise SupervisorError(
                 f"{self.name}: max_children ({self._max_children}) reached"
             )
+
+    async def _start_new(self, spec: ChildSpec) -> ActorRef[Any]:
+        self._check_room()
         child = Child(spec)
         ref = await ops.start(self, child)
+        self._children[ref] = child
+        return ref
+
+    def _spawn_new(self, spec: ChildSpec) -> ActorRef[Any]:
+        self._check_room()
+        child = Child(spec)
+        ref = ops.spawn(self, child)
         self._children[ref] = child
         return ref
 

@@ -15,6 +15,7 @@ usual; a blocking ``ref.stop()`` *on* the loop raises BlockingOnLoopError
 from __future__ import annotations
 
 import asyncio
+import itertools
 import sys
 import uuid
 from _thread import get_ident
@@ -40,6 +41,11 @@ __all__ = ["LoopActor", "LoopActorRef", "StopFlag", "use_loop"]
 
 _get_running_loop = asyncio._get_running_loop
 _default_loop: asyncio.AbstractEventLoop | None = None
+# Actor URNs: one random (version 4) UUID per process whose last 48 bits are replaced
+# by a serial number: unique in the process, as pykka's registry needs, and ten
+# times cheaper than uuid.uuid4() per actor (os.urandom is a syscall).
+_URN_PREFIX = uuid.uuid4().urn[:-12]
+_urn_serials = itertools.count(1)
 
 registry.install()
 
@@ -218,15 +224,16 @@ class LoopActor(Linkable):
     def __init__(self, *_args: Any, **_kwargs: Any) -> None:
         # What pykka.Actor.__init__ does, with a StopFlag instead of an Event
         # (tests/supervisors/test_pykka_pin.py keeps the two in step).
-        loop = _get_running_loop() or _default_loop
+        running = _get_running_loop()  # a getpid() syscall each: once per actor
+        loop = running or _default_loop
         if loop is None:
             raise NoEventLoopError(
                 f"{type(self).__name__} started outside an event loop thread and"
                 " no loop was set: call supervisors.use_loop(loop) first"
             )
-        self.actor_urn = uuid.uuid4().urn
+        self.actor_urn = f"{_URN_PREFIX}{next(_urn_serials):012x}"
         self.actor_stopped = flag = StopFlag()
-        self.actor_inbox = self._mailbox = Mailbox(self, loop, flag)
+        self.actor_inbox = self._mailbox = Mailbox(self, loop, flag, on_loop=running is loop)
         self._actor_ref = LoopActorRef(self)
 
     @property

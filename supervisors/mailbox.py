@@ -183,7 +183,8 @@ class Mailbox:
         "loop",
     )
 
-    def __init__(self, actor: LoopActor, loop: asyncio.AbstractEventLoop, flag: StopFlag) -> None:
+    def __init__(self, actor: LoopActor, loop: asyncio.AbstractEventLoop, flag: StopFlag,
+                 *, on_loop: bool | None = None) -> None:
         self.actor: LoopActor | None = actor  # None once dead
         self.loop = loop
         self.flag = flag
@@ -199,7 +200,10 @@ class Mailbox:
         # Thread running ``loop``: a put from it needs no thread-safe hop.
         # Known at once when created on the loop, else from the first turn.
         # (threading.get_ident is ~4x cheaper than asyncio._get_running_loop.)
-        self._tid = get_ident() if _get_running_loop() is loop else 0
+        # ``on_loop``: whether ``loop`` runs this thread, if the caller knows.
+        if on_loop is None:
+            on_loop = _get_running_loop() is loop
+        self._tid = get_ident() if on_loop else 0
 
     # -- ActorInbox protocol ---------------------------------------------------
 

@@ -63,6 +63,13 @@ class ChildSpec:
         kind: WORKER or SUPERVISOR.
         start_timeout: seconds ``on_start`` may take before the child is
             killed and the start counts as failed (INFINITY: no limit).
+        wait_start: False: the child counts as started as soon as it exists,
+            without waiting for its ``on_start`` (its mailbox holds what it
+            is told until ``on_start`` ran, so its ref is usable at once); a
+            failing ``on_start`` is then an exit, not a failed start, and
+            ``start_timeout`` does not apply. For many short-lived dynamic
+            children whose ``on_start`` cannot fail in a way the starter
+            must hear of (Erlang: an ``init`` that acknowledges first).
     """
 
     id: Hashable
@@ -71,6 +78,7 @@ class ChildSpec:
     shutdown: float | None = None
     kind: ChildKind = ChildKind.WORKER
     start_timeout: float = 5.0
+    wait_start: bool = True
 
     def __post_init__(self) -> None:
         if not callable(self.start):

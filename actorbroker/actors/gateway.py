@@ -19,6 +19,14 @@ CONNECT of the same client id meanwhile joins the same start (one creation
 in flight per client id), so Attaches reach the session in CONNECT order
 and the later one takes the earlier over ([MQTT-3.1.4-2]).
 
+MQTT 5 (and credentials): a CONNECT is refused while the node redirects
+clients for good (``server_moved``: CONNACK 0x9D with the Server Reference,
+MQTT 3: 0x03); one naming an Authentication Method the node does not serve
+gets 0x8C; one naming a served method runs its exchange in an
+:class:`~.auth.AuthPort` first and is dispatched only once it succeeded
+(:meth:`SessionGateway.authenticated`). User names and passwords are
+checked by ``check_connect``'s hook (:func:`~.auth.password_hook`).
+
 A session that retires (its clean session ended) while an Attach was on
 its way hands it back with :meth:`SessionGateway.redispatch`; the gateway
 re-points that connection's port at the session that serves the client id
@@ -27,16 +35,19 @@ now. The port costs one Python call per read, not per packet.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from functools import partial
 from typing import Any
 
 from pykka import ActorDeadError, ActorRef
 
-from actorbroker.codec import ConnAck, Connect, ConnectReturnCode
+from actorbroker.auth import Exchange
+from actorbroker.codec import ConnAck, Connect, ConnectReturnCode, Properties, ReasonCode
 from actorbroker.session import Refused, check_connect
 from supervisors import ChildSpec, LoopFuture, Restart, start_sharded_child
 
+from .auth import AuthPort, password_hook
 from .messages import Attach
 from .node import Node
 from .session import SessionActor
@@ -104,13 +115,19 @@ class SessionGateway:
     def __init__(self, node: Node) -> None:
         self._node = node
         self._starting: dict[str, list[ConnectionPort]] = {}
+        settings = node.settings
+        self._authenticate = password_hook(settings.auth, settings.allow_anonymous)
 
     def connect(self, conn: Any, packet: Connect) -> ConnectionPort | None:
         """Accept or refuse ``packet`` (see the module doc); never raises for a peer's sake."""
         settings = self._node.settings
-        decision = check_connect(packet, settings.connect)
+        if settings.server_moved:
+            _refuse(conn, _moved(packet, settings.server_reference),
+                    f"server moved to {settings.server_reference!r} (configuration)", packet)
+            return None
+        decision = check_connect(packet, settings.connect, authenticate=self._authenticate)
         if isinstance(decision, Refused):
-            _refuse(conn, decision.connack, decision.reason)
+            _refuse(conn, decision.connack, decision.reason, packet)
             return None
         if packet.protocol_level != 5 and packet.keepalive > settings.max_keepalive:
             # A 3.x client cannot be told a Server Keep Alive: refuse it, as Mosquitto does.
@@ -121,8 +138,25 @@ class SessionGateway:
         if decision.assigned:
             conn.client_id = client_id
         port = ConnectionPort()
-        self._dispatch(Attach(conn, packet, client_id, decision.assigned, port))
+        attach = Attach(conn, packet, client_id, decision.assigned, port)
+        method = packet.properties.authentication_method if packet.protocol_level == 5 else None
+        if method is None:
+            self._dispatch(attach)
+            return port
+        authenticator = None if settings.auth is None else settings.auth.get(method)
+        if authenticator is None:
+            _refuse(conn, ConnAck(False, ReasonCode.BAD_AUTHENTICATION_METHOD),
+                    f"authentication method {method!r} not served", packet)
+            return None
+        auth_port = AuthPort(self, attach, Exchange(authenticator, client_id))
+        port.bind(auth_port)
+        auth_port.start()
         return port
+
+    def authenticated(self, attach: Attach) -> None:
+        """The enhanced authentication of ``attach``'s CONNECT succeeded: attach it now."""
+        attach.port.unbind()
+        self._dispatch(attach)
 
     def redispatch(self, attach: Attach) -> None:
         """A retiring session got ``attach``: route it (and its port) to the current session."""
@@ -207,8 +241,25 @@ class SessionStarter:
         return ref
 
 
-def _refuse(conn: Any, connack: ConnAck | None, reason: str) -> None:
-    """Queue the refusing CONNACK (if the version has one for it) and close."""
+def _moved(packet: Connect, reference: str) -> ConnAck:
+    """The CONNACK of a node that moved for good: v5 0x9D with the reference, 3.x 0x03."""
+    if packet.protocol_level != 5:
+        return ConnAck(False, ConnectReturnCode.SERVER_UNAVAILABLE)
+    return ConnAck(False, ReasonCode.SERVER_MOVED, Properties(server_reference=reference))
+
+
+def _refuse(conn: Any, connack: ConnAck | None, reason: str, packet: Connect | None = None
+            ) -> None:
+    """Queue the refusing CONNACK (if the version has one for it) and close.
+
+    An MQTT 5 CONNACK carries ``reason`` as its Reason String unless the
+    CONNECT asked for no problem information ([MQTT-3.1.2-29]).
+    """
+    if (connack is not None and packet is not None and packet.protocol_level == 5
+            and packet.properties.request_problem_information != 0
+            and connack.properties.reason_string is None):
+        connack = ConnAck(connack.session_present, connack.reason_code, dataclasses.replace(
+            connack.properties, reason_string=reason[:200]))
     host, port = conn.peer
     log.info("refused client %r from %s:%s (MQTT level %s): %s", conn.client_id, host, port,
              conn.protocol_level, reason)

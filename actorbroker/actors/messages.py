@@ -13,11 +13,16 @@ Who tells whom::
     session  -> registry  RouteViaRegistry        no topic actor yet, RETAIN set, or draining
     registry -> session   Routed                  after forwarding a RouteViaRegistry
     topic    -> session   Deliver                 one per subscriber per PublishBatch
+    topic    -> session   DeliverMatched          (MQTT 5) instead, when its subscriptions have options
+    topic    -> session   DeliverShared           (MQTT 5) to the member a shared group chose
+    session  -> registry  RedeliverShared         (MQTT 5) hand a shared group's messages back
+    registry -> session   DeliverShared           ... to another member
     session  -> registry  AddSubscriptions / RemoveSubscriptions / SessionEnded
     registry -> session   SubscriptionsAdded / SubscriptionsRemoved
     session  => registry  SessionStarted          (an ask, from on_start) -> subscriptions
     registry -> topic     SubscribersChanged, StopTopic
     topic    -> registry  TopicIdle
+    registry -> itself    TopicStarted            the Topics supervisor started a topic actor
     actor    -> itself    Timer
 
 Never ask around a cycle: the registry never asks a session or a topic; a
@@ -41,12 +46,16 @@ from pykka import ActorRef
 
 from actorbroker.codec import Connect, Subscription
 from actorbroker.session import AppMessage
+from actorbroker.session.suboptions import Match, SubOptions
 
 __all__ = [
     "AddSubscriptions",
     "Attach",
     "Deliver",
+    "DeliverMatched",
+    "DeliverShared",
     "PublishBatch",
+    "RedeliverShared",
     "RemoveSubscriptions",
     "RouteViaRegistry",
     "Routed",
@@ -59,6 +68,7 @@ __all__ = [
     "SubscriptionsRemoved",
     "Timer",
     "TopicIdle",
+    "TopicStarted",
 ]
 
 
@@ -76,6 +86,8 @@ class Attach:
     client_id: str
     assigned: bool
     port: Any
+    #: MQTT 5 enhanced authentication: the last Authentication Data, for the CONNACK.
+    auth_data: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +131,51 @@ class Deliver:
 
 
 @dataclass(frozen=True, slots=True)
+class DeliverMatched:
+    """(MQTT 5) Deliver ``messages``; ``matches`` are the client's subscriptions matching them.
+
+    Sent instead of :class:`Deliver` when one of those subscriptions has
+    options (No Local, Retain As Published, a Subscription Identifier): the
+    session applies them per message (``SessionCore.deliver_matched``).
+    """
+
+    messages: tuple[AppMessage, ...]
+    epoch: int
+    matches: tuple[Match, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DeliverShared:
+    """(MQTT 5) Deliver ``messages`` through shared subscription ``group`` (its whole filter).
+
+    ``final`` is False when the member was chosen because it was online: if
+    it is not any more, the session hands the messages back (see
+    :class:`RedeliverShared`) instead of queueing them.
+    """
+
+    messages: tuple[AppMessage, ...]
+    qos: int
+    epoch: int
+    group: str
+    final: bool = False
+    #: The member's subscription options (Retain As Published, Subscription Identifier).
+    options: SubOptions | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RedeliverShared:
+    """(MQTT 5) ``client_id`` hands back these messages of shared subscription ``group``.
+
+    It does not have them (queued, or QoS 1 unacknowledged) and went away;
+    the registry gives them to another member of the group.
+    """
+
+    client_id: str
+    group: str
+    messages: tuple[AppMessage, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class AddSubscriptions:
     """Add these subscriptions (QoS already granted) of ``client_id``; SUBSCRIBE ``packet_id``.
 
@@ -133,6 +190,10 @@ class AddSubscriptions:
     clean: bool
     epoch: int
     reply_to: ActorRef[Any]
+    #: MQTT 5: the SUBSCRIBE's Subscription Identifier.
+    subscription_id: int | None = None
+    #: The client's protocol level: ``$share/...`` is a shared subscription at level 5 only.
+    protocol_level: int = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,12 +254,16 @@ class SessionEnded:
 
 @dataclass(frozen=True, slots=True)
 class SubscribersChanged:
-    """Changes to a topic actor's subscribers: ``(client_id, filter, (qos, epoch) or None)``.
+    """Changes to a topic actor's subscribers: ``(client_id, filter, grant or None)``.
 
-    None removes the client's subscription through that filter.
+    A grant is ``(qos, epoch)``, or ``(qos, epoch, SubOptions)`` for an MQTT
+    5 subscription with options; None removes the client's subscription
+    through that filter. The filter of an MQTT 5 shared subscription is a
+    :class:`~actorbroker.routing.SharedFilter`, not a string (an MQTT 3
+    client's ``$share/...`` is a plain filter).
     """
 
-    changes: tuple[tuple[str, str, tuple[int, int] | None], ...]
+    changes: tuple[tuple[str, str, Any], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +272,17 @@ class TopicIdle:
 
     topic: str
     ref: ActorRef[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicStarted:
+    """The Topics supervisor answered a start the registry asked for (``reply``: ref or error).
+
+    ``port`` is the :class:`~.topic_table.TopicPort` that stood for the actor meanwhile.
+    """
+
+    port: Any
+    reply: Any
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,10 @@ disagree). A reader may still find a ref whose actor just died: ``tell``
 then raises ``ActorDeadError`` and the reader falls back (start a new
 session, route through the registry). Persist names, never refs.
 
+``online`` holds the client ids whose session has a connection attached
+(each session actor adds and removes its own): MQTT 5 shared subscriptions
+prefer online members without asking anyone.
+
 There is one table per node (per :class:`~actorbroker.app.Broker`), not one
 per process, so that tests can run several brokers in one process.
 """
@@ -27,13 +31,14 @@ __all__ = ["Names"]
 
 
 class Names:
-    """``sessions``: client id -> session actor; ``topics``: topic -> topic actor."""
+    """``sessions``: client id -> session actor; ``topics``: topic -> topic actor; ``online``."""
 
-    __slots__ = ("sessions", "topics")
+    __slots__ = ("online", "sessions", "topics")
 
     def __init__(self) -> None:
         self.sessions: dict[str, ActorRef[Any]] = {}
         self.topics: dict[str, ActorRef[Any]] = {}
+        self.online: set[str] = set()
 
     def register_session(self, client_id: str, ref: ActorRef[Any]) -> None:
         """``ref`` now serves ``client_id`` (replacing a dead or retired holder)."""

@@ -22,10 +22,16 @@ from typing import Any, Protocol
 
 from pykka import ActorRef
 
+from actorbroker.auth import Credentials, authenticators
 from actorbroker.config import Config
 from actorbroker.metrics import BrokerMetrics
+from actorbroker.routing import Strategy
 from actorbroker.session import AppMessage, ConnectPolicy, QueuePolicy, SessionConfig
+from actorbroker.session.capabilities import Mqtt5Policy
 
+from actorbroker.session.backoff import BackoffPolicy
+
+from .durability import DurabilitySettings
 from .names import Names
 
 __all__ = ["Node", "NodeSettings", "Refs", "StatsSource"]
@@ -55,6 +61,17 @@ class NodeSettings:
     session_shards: int = 8
     topic_shards: int = 8
     node_name: str = "actorbroker"
+    shared_strategy: Strategy = Strategy.ROUND_ROBIN
+    #: MQTT 5 redirection: where clients should go ("" none), and whether the
+    #: server moved for good (0x9D, new clients refused) or only for now (0x9C).
+    server_reference: str = ""
+    server_moved: bool = False
+    #: Authenticators by method name (MQTT 5 enhanced authentication) and the
+    #: user name / password check; see actorbroker.auth.
+    auth: Any = None
+    allow_anonymous: bool = True
+    #: Test-only: session and topic actors crash on CrashForTest (actors/faults.py).
+    fault_injection: bool = False
 
     @classmethod
     def from_config(cls, config: Config, **overrides: Any) -> NodeSettings:
@@ -66,15 +83,39 @@ class NodeSettings:
             max_queued_bytes=limits.max_queued_bytes,
             queue_qos0=limits.queue_qos0_messages,
         )
+        v5 = config.mqtt5
+        mqtt5 = Mqtt5Policy(
+            max_session_expiry=v5.max_session_expiry_interval or None,
+            receive_maximum=v5.receive_maximum,
+            topic_alias_maximum=v5.topic_alias_maximum,
+            outbound_topic_aliases=v5.outbound_topic_aliases,
+            max_packet_size=limits.max_packet_size,
+            max_keepalive=limits.max_keepalive,
+            wildcard_available=v5.wildcard_subscriptions,
+            subscription_ids_available=v5.subscription_identifiers,
+            shared_available=v5.shared_subscriptions,
+            response_information_prefix=v5.response_information_prefix,
+        )
+        strategies = {"round_robin": Strategy.ROUND_ROBIN, "random": Strategy.RANDOM,
+                      "hash_clientid": Strategy.HASH}
         values: dict[str, Any] = {
             "session": SessionConfig(
                 queue=queue, max_qos=limits.max_qos, retain_available=config.retained.enabled,
+                mqtt5=mqtt5,
             ),
             "connect": ConnectPolicy(
+                protocol_levels=frozenset({3, 4, 5}),
                 max_client_id_length=limits.max_client_id_length,
                 max_qos=limits.max_qos,
                 retain_available=config.retained.enabled,
             ),
+            "shared_strategy": strategies[v5.shared_subscription_strategy],
+            "server_reference": v5.server_reference,
+            "server_moved": bool(v5.server_reference) and v5.redirect == "server_moved",
+            "allow_anonymous": config.auth.allow_anonymous,
+            # AuthError (the broker does not start) if the file cannot be used.
+            "auth": authenticators(Credentials.load(config.auth.scram_credentials_file))
+            if config.auth.scram_credentials_file else None,
             "max_keepalive": limits.max_keepalive,
             "max_retained": config.retained.max_retained_messages,
             "sys_interval": config.sys.interval,
@@ -91,6 +132,8 @@ class Refs:
     registry: ActorRef[Any] | None = None
     topics: ActorRef[Any] | None = None    # the ShardedSupervisor of topic actors
     sessions: ActorRef[Any] | None = None  # the ShardedSupervisor of session actors
+    storage: ActorRef[Any] | None = None   # the StorageActor (None: durability "memory")
+    keeper: ActorRef[Any] | None = None    # the KeeperActor of hibernated sessions
 
 
 class Redispatcher(Protocol):
@@ -109,6 +152,12 @@ class Node:
     stats: StatsSource = field(default_factory=_NoStats)
     refs: Refs = field(default_factory=Refs)
     gateway: Redispatcher | None = None
+    #: How sessions use the commit log (actors.durability); None without storage.
+    durability: DurabilitySettings | None = None
+    #: Backoff of in-session resends to MQTT 3.x clients ([retry]); None: off.
+    retransmit: BackoffPolicy | None = None
+    #: Client ids whose hibernated session a CONNECT is waking (actors/keeper.py).
+    woken: set[str] = field(default_factory=set)
     started_at: float = field(default_factory=time.monotonic)
     _epochs: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 

@@ -8,10 +8,11 @@ unsubscribing are ordered; it owns:
   see :mod:`.messages`);
 * the retained index (:class:`~actorbroker.routing.RetainedIndex`), the
   authoritative copy: it survives any topic actor;
-* the live topic actors, in a second ``RetainedIndex`` (topic -> ref) so
-  that a new filter finds every running topic actor it matches; the registry
-  alone starts them (under the Topics sharded supervisor, as temporary
-  children it monitors), names them in the name table and stops them.
+* the live topic actors (:class:`~.topic_table.TopicTable`: topic -> ref,
+  so that a new filter finds every running topic actor it matches); the
+  registry alone starts them (under the Topics sharded supervisor, as
+  temporary children it monitors), names them in the name table and stops
+  them.
 
 On ``AddSubscriptions`` it updates the trie, tells every matching topic
 actor ``SubscribersChanged`` and only then answers the session
@@ -19,8 +20,16 @@ actor ``SubscribersChanged`` and only then answers the session
 a publish sent after the client saw its SUBACK is behind the change in the
 topic actor's inbox. ``RouteViaRegistry`` updates the retained index (an
 empty payload clears it, [MQTT-3.3.1-10]/[MQTT-3.3.1-11]), starts the topic
-actor if there is none (awaiting its start: the registry stays sequential
-meanwhile), forwards the batch and answers ``Routed``.
+actor if there is none (without waiting for it: see :mod:`.topic_table`),
+forwards the batch and answers ``Routed``.
+
+MQTT 5: grants of subscriptions with options carry them (``(qos, epoch,
+SubOptions)``); shared subscriptions (``$share/{group}/{filter}`` of an MQTT
+5 client) live in a :class:`~.shared.SharedIndex`, reach topic actors as
+``SubscribersChanged`` entries whose filter is a ``SharedFilter``, get no
+retained messages ([MQTT-3.3.1-9]: only new non-shared subscriptions do),
+and ``RedeliverShared`` gives what a leaving member hands back to another
+member (see :mod:`.shared`).
 
 A topic actor that dies is forgotten (Down); the next publish to its topic
 starts a new one with the current subscribers and retained message, so a
@@ -37,22 +46,16 @@ from typing import Any
 from pykka import ActorDeadError, ActorRef
 
 from actorbroker.codec import Subscription
-from actorbroker.routing import FilterTrie, RetainedIndex
+from actorbroker.routing import FilterTrie, RetainedIndex, parse_shared
 from actorbroker.session import AppMessage
-from supervisors import (
-    ChildSpec,
-    Down,
-    LoopActor,
-    Restart,
-    demonitor,
-    is_abnormal,
-    monitor,
-    start_sharded_child,
-)
+from actorbroker.session.suboptions import SubOptions
+from supervisors import Down, LoopActor, is_abnormal
 
 from .messages import (
     AddSubscriptions,
+    DeliverShared,
     PublishBatch,
+    RedeliverShared,
     RemoveSubscriptions,
     RouteViaRegistry,
     Routed,
@@ -64,16 +67,21 @@ from .messages import (
     SubscriptionsAdded,
     SubscriptionsRemoved,
     TopicIdle,
+    TopicStarted,
 )
 from .node import Node
+from .registry_durable import DurableRegistry
+from .keeper import Sleeping
+from .shared import Reachable, SharedIndex, hash_key, pick, queue_asleep
 from .topic import TopicActor
+from .topic_table import TopicTable
 
 __all__ = ["RegistryActor"]
 
 log = logging.getLogger("actorbroker.registry")
 
-Grant = tuple[int, int]  # (granted QoS, epoch)
-Change = tuple[str, str, Grant | None]
+Grant = tuple[Any, ...]  # (granted QoS, epoch), or (QoS, epoch, SubOptions) (MQTT 5)
+Change = tuple[str, Any, Grant | None]  # the filter: a str, or a SharedFilter
 
 
 def _tell(ref: ActorRef[Any] | None, message: Any) -> None:
@@ -85,7 +93,7 @@ def _tell(ref: ActorRef[Any] | None, message: Any) -> None:
         pass  # a session or topic that just died; its successor resyncs
 
 
-class RegistryActor(LoopActor):
+class RegistryActor(DurableRegistry, LoopActor):
     """Subscriptions, retained messages and topic actors of one node (see the module doc)."""
 
     def __init__(self, node: Node) -> None:
@@ -95,8 +103,11 @@ class RegistryActor(LoopActor):
         self._clients: dict[str, dict[str, Grant]] = {}  # client id -> filter -> grant
         self._clean: dict[str, bool] = {}  # client id -> Clean Session of its last SUBSCRIBE
         self._retained: RetainedIndex[AppMessage] = RetainedIndex()
-        self._live: RetainedIndex[ActorRef[Any]] = RetainedIndex()
-        self._monitors: dict[ActorRef[Any], tuple[str, Any]] = {}  # ref -> (topic, monitor)
+        self._live = TopicTable(node, self.actor_ref)  # topic -> topic actor (or its port)
+        self._shared = SharedIndex(node.settings.shared_strategy)
+
+    async def on_start(self) -> None:  # type: ignore[override]
+        await self._load_durable()  # registry_durable.py: what the commit log holds
 
     # -- views (for tests and $SYS; loop thread) -------------------------------
 
@@ -107,7 +118,11 @@ class RegistryActor(LoopActor):
 
     def subscriptions_of(self, client_id: str) -> dict[str, int]:
         """Filter -> granted QoS of one client."""
-        return {f: qos for f, (qos, _) in self._clients.get(client_id, {}).items()}
+        return {f: grant[0] for f, grant in self._clients.get(client_id, {}).items()}
+
+    def shared_members(self, group: str) -> dict[str, int]:
+        """Client -> granted QoS of the members of shared subscription ``group``."""
+        return {cid: grant[0] for cid, grant in self._shared.members(group).items()}
 
     def retained_message(self, topic: str) -> AppMessage | None:
         """The retained message of ``topic``, if any."""
@@ -115,7 +130,7 @@ class RegistryActor(LoopActor):
 
     def live_topics(self) -> list[str]:
         """Topics with a running topic actor."""
-        return list(self._live.topics())
+        return self._live.topics()
 
     # -- messages --------------------------------------------------------------
 
@@ -129,8 +144,12 @@ class RegistryActor(LoopActor):
             self._unsubscribe(message)
         elif cls is SessionEnded:
             self._drop_client(message.client_id)
+        elif cls is RedeliverShared:
+            self._redeliver(message)
         elif cls is SessionStarted:
             return self._session_started(message.client_id)
+        elif cls is TopicStarted:
+            self._live.started(message)
         elif cls is TopicIdle:
             self._topic_idle(message.topic, message.ref)
         elif cls is Down:
@@ -147,8 +166,19 @@ class RegistryActor(LoopActor):
         client = self._clients.setdefault(client_id, {})
         changes: dict[ActorRef[Any], list[Change]] = {}
         retained: dict[str, AppMessage] = {}
+        v5 = request.protocol_level == 5
         for sub in request.subscriptions:
-            topic_filter, grant = sub.topic_filter, (sub.qos, request.epoch)
+            topic_filter = sub.topic_filter
+            options = SubOptions.of(sub, request.subscription_id) if v5 else None
+            grant = (sub.qos, request.epoch) if options is None else (
+                sub.qos, request.epoch, options)
+            shared = parse_shared(topic_filter) if v5 else None
+            if shared is not None:
+                self._shared.add(shared, client_id, grant)
+                client[topic_filter] = grant
+                for _, ref in self._live.match(shared.filter):
+                    changes.setdefault(ref, []).append((client_id, shared, grant))
+                continue
             self._trie.add(topic_filter, client_id, grant)
             client[topic_filter] = grant
             for _, ref in self._live.match(topic_filter):
@@ -169,6 +199,14 @@ class RegistryActor(LoopActor):
         client = self._clients.get(client_id)
         changes: dict[ActorRef[Any], list[Change]] = {}
         for topic_filter in topic_filters:
+            if self._shared.remove(topic_filter, client_id):
+                shared = parse_shared(topic_filter)
+                assert shared is not None
+                if client is not None:
+                    client.pop(topic_filter, None)
+                for _, ref in self._live.match(shared.filter):
+                    changes.setdefault(ref, []).append((client_id, shared, None))
+                continue
             if not self._trie.remove(topic_filter, client_id):
                 continue  # never subscribed (or a malformed filter: nothing to find)
             if client is not None:
@@ -200,13 +238,52 @@ class RegistryActor(LoopActor):
         client = self._clients.get(client_id)
         if not client:
             return SessionSubscriptions((), 0)
-        epoch = max(e for _, e in client.values())
+        epoch = max(g[1] for g in client.values())
         return SessionSubscriptions(
-            tuple(Subscription(f, q) for f, (q, e) in client.items() if e == epoch), epoch)
+            tuple(_subscription(f, g) for f, g in client.items() if g[1] == epoch), epoch)
+
+    # -- shared subscriptions ----------------------------------------------------
+
+    def _redeliver(self, request: RedeliverShared) -> None:
+        """Give what a leaving member handed back to another member (see :mod:`.shared`)."""
+        for message in request.messages:
+            self._redeliver_one(request.group, request.client_id, message)
+
+    def _redeliver_one(self, whole: str, leaving: str, message: AppMessage) -> None:
+        group = self._shared.group(whole)
+        names = self._node.names
+        tried = {leaving}
+        while group is not None:
+            choice = pick(group, hash_key(message), names.online,
+                          Reachable(names.sessions, self._node.refs.storage), tried)
+            if choice is None:
+                break
+            if self._deliver_shared(whole, choice[0], choice[1], message):
+                return
+            tried.add(choice[0])
+        # No other member can take it: the leaving one keeps it while its session lives.
+        if self._shared.holds(whole, leaving) and self._deliver_shared(whole, leaving, True, message):
+            return
+        self._node.metrics.drop("shared_unavailable", client_id=leaving, topic=message.topic)
+
+    def _deliver_shared(self, whole: str, client_id: str, final: bool,
+                        message: AppMessage) -> bool:
+        grant = self._shared.members(whole)[client_id]
+        ref: Any = self._node.names.sessions.get(client_id)  # an ActorRef or a Sleeping
+        if ref is None:
+            return False
+        if type(ref) is Sleeping:  # hibernated: into its queue in the commit log
+            return not queue_asleep(self._node.refs.storage, client_id, (message,), grant)
+        try:
+            ref.tell(DeliverShared((message,), grant[0], grant[1], whole, final,
+                                   grant[2] if len(grant) > 2 else None))
+        except ActorDeadError:
+            return False
+        return True
 
     # -- publishing ------------------------------------------------------------
 
-    def _route(self, request: RouteViaRegistry) -> Any:
+    def _route(self, request: RouteViaRegistry) -> None:
         topic, messages = request.topic, request.messages
         for message in messages:
             if message.retain:
@@ -214,27 +291,16 @@ class RegistryActor(LoopActor):
         ref = self._live.get(topic)
         if ref is not None:
             try:
-                ref.tell(PublishBatch(messages))
+                ref.tell(PublishBatch(messages))  # a ref, or the port of one starting
                 _tell(request.reply_to, Routed(topic))
-                return None
+                return
             except ActorDeadError:
                 self._forget(topic, ref)
-        return self._start_and_route(request)
-
-    async def _start_and_route(self, request: RouteViaRegistry) -> None:
-        topic = request.topic
-        try:
-            ref = await self._start_topic(topic)
-            ref.tell(PublishBatch(request.messages))
-        except Exception as exc:
-            # Normal while the tree stops (the Topics supervisor goes before the registry).
-            sup = self._node.refs.topics
-            level = logging.ERROR if sup is not None and sup.is_alive() else logging.INFO
-            log.log(level, "topic %r: could not start its topic actor: %r", topic, exc)
-            self._node.metrics.drop("topic_unavailable", len(request.messages), topic=topic)
+        self._start_topic(topic).tell(PublishBatch(messages))
         _tell(request.reply_to, Routed(topic))
 
     def _retain(self, message: AppMessage) -> None:
+        self._journal_retained(message)  # registry_durable.py: QoS 0 changes
         topic, index = message.topic, self._retained
         if not message.payload:
             index.delete(topic)
@@ -245,53 +311,43 @@ class RegistryActor(LoopActor):
             self._node.metrics.drop("retained_limit", client_id=message.publisher, topic=topic)
         self._node.metrics.retained = len(index)
 
-    async def _start_topic(self, topic: str) -> ActorRef[Any]:
+    def _start_topic(self, topic: str) -> Any:
+        """Start the topic actor of ``topic``; return the port that stands for it meanwhile."""
         subscribers: dict[str, dict[str, Grant]] = {}
         for topic_filter, members in self._trie.match_filters(topic):
             for client_id, grant in members.items():
                 subscribers.setdefault(client_id, {})[topic_filter] = grant
-        node = self._node
-        sup = node.refs.topics
-        if sup is None:
-            raise RuntimeError("the Topics supervisor is not running")
-        spec = ChildSpec(
-            id=topic,
-            start=partial(TopicActor.start, topic, subscribers, self._retained.get(topic), node),
-            restart=Restart.TEMPORARY,
-        )
-        ref: ActorRef[Any] = await start_sharded_child(sup, topic, spec)
-        self._monitors[ref] = (topic, monitor(ref, self.actor_ref))
-        self._live.set(topic, ref)
-        node.names.register_topic(topic, ref)
-        node.metrics.topics = len(self._live)
-        return ref
+        shared = self._shared.match(topic) if len(self._shared) else None
+        return self._live.start(topic, partial(
+            TopicActor.start, topic, subscribers, self._retained.get(topic), self._node, shared))
 
     # -- topic actors ending -----------------------------------------------------
 
     def _forget(self, topic: str, ref: ActorRef[Any]) -> None:
-        if self._live.get(topic) is ref:
-            self._live.delete(topic)
-        self._node.names.unregister_topic(topic, ref)
-        entry = self._monitors.pop(ref, None)
-        if entry is not None:
-            demonitor(entry[1])
-        self._node.metrics.topics = len(self._live)
+        self._live.forget(topic, ref)
 
     def _topic_idle(self, topic: str, ref: ActorRef[Any]) -> None:
         if self._live.get(topic) is not ref:
             return
-        if topic in self._retained or self._trie.match_filters(topic):
+        if topic in self._retained or self._trie.match_filters(topic) or (
+                len(self._shared) and self._shared.match(topic)):
             return  # the topic actor hears of it (SubscribersChanged / PublishBatch)
         self._forget(topic, ref)
         _tell(ref, StopTopic())
 
     def _topic_down(self, ref: ActorRef[Any], reason: Any) -> None:
-        entry = self._monitors.get(ref)
-        if entry is None:
+        topic = self._live.topic_of(ref)
+        if topic is None:
             return
-        topic = entry[0]
         if is_abnormal(reason):
             log.warning("topic actor of %r exited (%s); the next publish starts a new one",
                         topic, reason)
         self._forget(topic, ref)
 
+
+def _subscription(topic_filter: str, grant: Grant) -> Subscription:
+    """The subscription a grant stands for (options included; not the Subscription Identifier)."""
+    options = grant[2] if len(grant) > 2 else None
+    if options is None:
+        return Subscription(topic_filter, grant[0])
+    return Subscription(topic_filter, grant[0], options.no_local, options.retain_as_published)

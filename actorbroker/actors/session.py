@@ -38,6 +38,10 @@ subscriptions of a persistent session whose previous actor died. When the
 session ends (clean session disconnected, expiry) the actor *retires*: it
 drops its name and stops; an ``Attach`` that reached it meanwhile goes back
 to the gateway (``redispatch``), with the messages of that connection.
+
+MQTT 5 messages and effects are handled by :class:`~.session5.Mqtt5Session`;
+the actor keeps its client id in the name table's ``online`` set while a
+connection is attached (shared subscriptions prefer online members).
 """
 
 from __future__ import annotations
@@ -47,10 +51,13 @@ from typing import Any
 
 from pykka import ActorDeadError
 
-from actorbroker.codec import Packet, Publish
+from actorbroker.codec import Packet, Publish, ReasonCode
 from actorbroker.messages import ConnectionLost, Drained, Inbound
 from actorbroker.session import (
     AppMessage,
+    HandBackShared,
+    Reauthenticate,
+    SetKeepAlive,
     CancelTimer,
     Close,
     Dropped,
@@ -62,14 +69,18 @@ from actorbroker.session import (
     Route,
     Send,
     SessionCore,
+    SessionState,
     StartTimer,
 )
 from supervisors import LoopActor
 
+from .auth import Reauthentication
 from .messages import (
     AddSubscriptions,
     Attach,
     Deliver,
+    DeliverMatched,
+    DeliverShared,
     PublishBatch,
     RemoveSubscriptions,
     RouteViaRegistry,
@@ -80,7 +91,13 @@ from .messages import (
     SubscriptionsRemoved,
     Timer,
 )
+from .durable_messages import Durable, Fetched, NotDurable
+from .durability import RetryJournal
+from .faults import CrashForTest, crash_for_test
 from .node import Node
+from .session5 import Mqtt5Session
+from .session_durable import DurableSession, disconnect_cause
+from .session_retry import Retransmit, Retransmitting
 
 __all__ = ["SessionActor"]
 
@@ -96,7 +113,7 @@ def _peer(conn: Any) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-class SessionActor(LoopActor):
+class SessionActor(Mqtt5Session, DurableSession, Retransmitting, LoopActor):
     """The session of one client id (see the module doc)."""
 
     def __init__(self, client_id: str, node: Node, *, restarted: bool = False) -> None:
@@ -115,6 +132,9 @@ class SessionActor(LoopActor):
         self._retired = False
         self._restarted = restarted
         self._epoch = node.next_epoch()  # see actors.messages: stale Delivers are ignored
+        self._reauth: Reauthentication | None = None  # MQTT 5 re-authentication in progress
+        self._durable_init(node)  # journal, held acks, resumed queue (session_durable.py)
+        self._retransmit_init(node.retransmit)  # MQTT 3.x resends while connected
 
     @property
     def via_registry(self) -> dict[str, int]:
@@ -139,6 +159,10 @@ class SessionActor(LoopActor):
         subscriptions = found.subscriptions
         if subscriptions:
             self._epoch = found.epoch
+        if await self._durable_start(subscriptions):
+            return
+        if subscriptions:
+            self._epoch = found.epoch
             self._run(self._core.restore(subscriptions, self._now()))
             log.info("client %r: session restored with %d subscription(s) after a restart",
                      self.client_id, len(subscriptions))
@@ -150,7 +174,24 @@ class SessionActor(LoopActor):
 
     def on_failure(self, exception_type: Any, exception_value: Any,
                    traceback: Any) -> None:
+        self._count_crash_losses()
         self._cleanup(f"session crashed: {exception_value!r}")
+
+    def _count_crash_losses(self) -> None:
+        """Count what the crash loses: the deliveries this actor held that no log brings back.
+
+        With the commit log a persistent session's QoS 1/2 flows and queue
+        are reloaded by the restarted actor; QoS 0 never is, nor anything of
+        a clean session or of a node without storage. (Messages still in the
+        inbox go with it too: the runtime cannot count those.)
+        """
+        core = self._core
+        durable = self._durability is not None and not core.clean_session
+        lost = sum(1 for d in core.queued if not durable or d.qos == 0)
+        if not durable:
+            lost += len(core.inflight)
+        if lost:
+            self._metrics.drop("session_crashed", lost, client_id=self.client_id)
 
     def _cleanup(self, reason: str) -> None:
         for handle in self._timers.values():
@@ -159,6 +200,7 @@ class SessionActor(LoopActor):
         self._names.unregister_session(self.client_id, self.actor_ref)
         conn, self._conn = self._conn, None
         if conn is not None:
+            self._names.online.discard(self.client_id)
             self._metrics.disconnected()
             log.info("client %r disconnected from %s: %s", self.client_id, _peer(conn), reason)
             conn.close(reason=reason)
@@ -186,15 +228,33 @@ class SessionActor(LoopActor):
             self._attach(message)
         elif cls is ConnectionLost:
             self._lost(message)
+        elif cls is Durable or cls is NotDurable or cls is Fetched:
+            assert self._durability is not None
+            self._durability.on_reply(message)
         elif cls is SubscriptionsAdded:
+            if self._durability is not None:
+                self._durability.subscribed(message.packet_id, message.results)
             self._run(self._core.subscribed(message.packet_id, message.results,
                                             message.retained, self._now()))
         elif cls is SubscriptionsRemoved:
             self._run(self._core.unsubscribed(message.packet_id, self._now()))
         elif cls is Timer:
             self._run(self._core.on_timer(message.name, self._now()))
+            if self._durability is not None:
+                self._durability.settle()
+        elif cls is Retransmit:
+            self._retransmit_fired(message)
+        elif cls is RetryJournal:
+            assert self._durability is not None
+            self._durability.retry()
         elif cls is Drained:
             self._drained(message)
+        elif cls is DeliverMatched:
+            self._deliver_matched(message)
+        elif cls is DeliverShared:
+            self._deliver_shared(message)
+        elif cls is CrashForTest:
+            crash_for_test(self._node.settings, f"session {self.client_id!r}", message)
         else:
             raise TypeError(f"session {self.client_id!r}: unexpected message {message!r}")
 
@@ -213,8 +273,13 @@ class SessionActor(LoopActor):
         if conn is None or message.conn_id != self._conn_id:
             self._forward_or(message.conn_id, message)  # else: a taken-over connection
             return
+        durability = self._durability
         try:
+            if durability is not None:
+                durability.read(message.packets)
             self._run(self._core.handle_all(message.packets, self._now()))
+            if durability is not None and durability.spool is not None:
+                durability.pump()
         finally:
             conn.batch_done()
 
@@ -230,6 +295,10 @@ class SessionActor(LoopActor):
         if conn is not None and not core.output_held and conn.congested:
             core.hold_output()  # the socket is backed up: queue (within the limits) until Drained
         messages = message.messages
+        if self._durability is not None:
+            messages = self._durability.admit(messages, qos)  # behind a resumed queue
+            if not messages:
+                return
         if len(messages) == 1:
             self._run(core.deliver(messages[0], qos, now))
             return
@@ -276,6 +345,8 @@ class SessionActor(LoopActor):
         if conn.closed:
             log.info("client %r from %s: connection closed before it was attached",
                      self.client_id, _peer(conn))
+            if self._core.state is SessionState.NEW and self._conn is None:
+                self._retire()  # started for this connection alone: nothing to keep
             return
         now = self._now()
         old = self._conn
@@ -295,7 +366,17 @@ class SessionActor(LoopActor):
                  connect.clean_start, connect.keepalive,
                  ", id assigned" if attach.assigned else "",
                  ", session resumed" if resumed else "")
-        self._run(self._core.attach(connect, now))
+        self._names.online.add(self.client_id)
+        self._reauth = None
+        self._retransmit_reset()
+        effects = self._core.attach(connect, now, assigned=attach.assigned,
+                                    auth_data=attach.auth_data)
+        durability = self._durability
+        if durability is not None:
+            durability.attached(connect, self._core, _peer(conn), now)
+        self._run(effects)
+        if durability is not None:
+            durability.pump()
 
     def _lost(self, message: ConnectionLost) -> None:
         conn = self._conn
@@ -303,16 +384,31 @@ class SessionActor(LoopActor):
             self._forward_or(message.conn_id, message)  # else: a taken-over connection
             return
         self._conn = None
-        self._metrics.disconnected()
+        self._names.online.discard(self.client_id)
+        self._retransmit_reset()
+        durability = self._durability
+        if durability is None:
+            self._metrics.disconnected()
         reason = self._close_reason or message.reason
         self._close_reason = None
         log.info("client %r disconnected from %s: %s", self.client_id, _peer(conn), reason)
-        self._run(self._core.detach(self._now()))
+        effects = self._core.detach(self._now())
+        if durability is not None:
+            durability.detached(self._core, reason, disconnect_cause(
+                reason, client_sent_disconnect=False))
+        self._run(effects)
+        if durability is not None:  # counted once its Will is routed (after the log has it)
+            durability.when_released(self._metrics.disconnected)
+            durability.settle()
 
     # -- effects ---------------------------------------------------------------
 
     def _run(self, effects: list[Effect]) -> None:
         """Carry out the core's effects, in order; one conn.send at the end."""
+        if self._durability is not None:  # held until their records are stored, if need be
+            effects = self._durability.intercept(effects)
+            if not effects:
+                return
         out: list[Packet] = []
         routes: dict[str, list[AppMessage]] = {}
         for effect in effects:
@@ -346,6 +442,13 @@ class SessionActor(LoopActor):
                 case EndSession():
                     self._node.registry().tell(SessionEnded(self.client_id))
                     self._retire()
+                case SetKeepAlive() | HandBackShared() | Reauthenticate():
+                    failed = self._mqtt5_effect(effect, out)
+                    if failed is not None:  # re-authentication failed: DISCONNECT, close
+                        routes = self._route(routes)
+                        self._flush(out)
+                        out = []
+                        self._run(self._core.disconnect(ReasonCode(failed[0]), failed[1]))
         if routes:
             self._route(routes)
         if out:
@@ -361,6 +464,8 @@ class SessionActor(LoopActor):
             if type(packet) is Publish:
                 sent += 1
         self._metrics.publish_sent += sent
+        if sent:
+            self._retransmit_sent()
 
     def _route(self, routes: dict[str, list[AppMessage]]) -> dict[str, list[AppMessage]]:
         """Hand each topic's batch to its topic actor, or to the registry (see the module doc).
@@ -388,7 +493,8 @@ class SessionActor(LoopActor):
         if isinstance(effect, RequestSubscribe):
             registry.tell(AddSubscriptions(self.client_id, effect.packet_id, effect.subscriptions,
                                            self._core.clean_session, self._epoch,
-                                           self.actor_ref))
+                                           self.actor_ref, effect.subscription_id,
+                                           self._core.protocol_level))
         elif isinstance(effect, RequestUnsubscribe):
             registry.tell(RemoveSubscriptions(self.client_id, effect.packet_id,
                                               effect.topic_filters, self.actor_ref))

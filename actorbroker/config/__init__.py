@@ -19,6 +19,7 @@ from actorbroker.errors import ConfigError, InvalidConfigError
 from .loader import check, load, loads
 from .options import Option
 from .render import describe, render_example, render_markdown
+from .mqtt5 import AuthConfig, Mqtt5Config
 from .schema import (
     OVERRIDES,
     SECTIONS,
@@ -28,23 +29,29 @@ from .schema import (
     LogConfig,
     NodeConfig,
     RetainedConfig,
+    RetryConfig,
     Section,
+    StorageConfig,
     SysConfig,
 )
 
 __all__ = [
     "OVERRIDES",
     "SECTIONS",
+    "AuthConfig",
     "Config",
     "ConfigError",
     "InvalidConfigError",
     "LimitsConfig",
     "ListenerConfig",
     "LogConfig",
+    "Mqtt5Config",
     "NodeConfig",
     "Option",
     "RetainedConfig",
+    "RetryConfig",
     "Section",
+    "StorageConfig",
     "SysConfig",
     "check",
     "describe",

@@ -16,7 +16,9 @@ from typing import Any
 from actorbroker.errors import ConfigError, InvalidConfigError
 
 from .checks import address, check_section, host_name, node_name, not_empty
+from .mqtt5 import AuthConfig, Mqtt5Config
 from .options import Option, option, option_of
+from .storage import RetryConfig, StorageConfig
 
 __all__ = [
     "OVERRIDES",
@@ -27,6 +29,7 @@ __all__ = [
     "LogConfig",
     "NodeConfig",
     "RetainedConfig",
+    "RetryConfig",
     "Section",
     "StorageConfig",
     "SysConfig",
@@ -252,49 +255,6 @@ class RetainedConfig:
 
 
 @dataclass(frozen=True, slots=True)
-class StorageConfig:
-    """The commit log in data_dir/log: durability, segments, retention (docs/storage.md)."""
-
-    durability: str = option(
-        "fsync", choices=("fsync", "os", "memory"),
-        help="""When a QoS 1/2 PUBLISH counts as stored, and so when PUBACK/PUBREC
-        goes out: "fsync" after the log is flushed to disk, one fsync per group of
-        publishes; "os" once the OS has the bytes (lost on power failure, not on a
-        broker crash); "memory" never written (lost on any restart).""",
-    )
-    group_commit_interval: float = option(
-        2.0, minimum=0, maximum=1000, unit="milliseconds",
-        help="""Longest wait to gather publishes into one fsync (longer: fewer fsyncs, later acks).""",
-    )
-    segment_bytes: int = option(
-        64 * 1024 * 1024, minimum=1024 * 1024, maximum=1024 * 1024 * 1024, unit="bytes",
-        help="""Size at which a log file is closed and the next begun; retention
-        deletes whole files.""",
-    )
-    retention_hours: float = option(
-        168.0, minimum=0, zero="no time limit", unit="hours",
-        help="""Log files older than this are deleted once no session needs them
-        (the data pipeline reads this history).""",
-    )
-    retention_bytes: int = option(
-        1024 * 1024 * 1024, minimum=0, zero="no size limit", unit="bytes",
-        help="""Size above which the oldest log files are deleted, once no session
-        needs them, even if younger than retention_hours.""",
-    )
-    max_disk_bytes: int = option(
-        0, minimum=0, zero="unlimited", unit="bytes",
-        values="0 (unlimited) or at least 2097152 (2 MiB) bytes",
-        extra=lambda v: None if v == 0 or v >= 2 << 20 else f"must be 0 or at least 2097152, not {v}",
-        help="""Hard bound on the log's size. At the bound, when sessions still need
-        every file, QoS 1/2 publishes are refused (0x97, Quota exceeded) as on a
-        full disk; QoS 0 flows on. Below twice segment_bytes, files are made smaller.""",
-    )
-
-    def __post_init__(self) -> None:
-        check_section(self, "storage")
-
-
-@dataclass(frozen=True, slots=True)
 class Section:
     """A TOML section: its name, its dataclass, and whether it is an [[array]]."""
 
@@ -319,7 +279,8 @@ SECTIONS: tuple[Section, ...] = (
     Section("limits", LimitsConfig),
     Section("sys", SysConfig),
     Section("retained", RetainedConfig),
-    Section("storage", StorageConfig),
+    Section("storage", StorageConfig), Section("retry", RetryConfig),
+    Section("mqtt5", Mqtt5Config), Section("auth", AuthConfig),
 )
 
 #: Command line flag -> (keyword of Config.with_overrides, option it replaces).
@@ -349,6 +310,9 @@ class Config:
     sys: SysConfig = field(default_factory=SysConfig)
     retained: RetainedConfig = field(default_factory=RetainedConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
+    retry: RetryConfig = field(default_factory=RetryConfig)
+    mqtt5: Mqtt5Config = field(default_factory=Mqtt5Config)
+    auth: AuthConfig = field(default_factory=AuthConfig)
 
     def with_overrides(
         self,

@@ -184,6 +184,11 @@ class CommitLog:
         return self._segments[0].base if self._segments else self._next
 
     @property
+    def segment_count(self) -> int:
+        """Live segments (cheap: :meth:`segments` stats every file)."""
+        return len(self._segments)
+
+    @property
     def size_bytes(self) -> int:
         """Bytes the log takes on disk (memory mode: in memory), buffered appends included."""
         return sum(HEADER.size + s.size for s in self._segments)

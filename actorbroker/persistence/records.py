@@ -22,10 +22,8 @@ A record is the payload of one frame: a 12-byte envelope, then the body.
 * ``timestamp_us``: wall-clock time of the event, microseconds since the Unix
   epoch (UTC).
 
-MQTT 5 properties are stored as a BLOB holding their MQTT wire encoding in a
-PUBLISH (the property length varint, then the properties, as
-``actorbroker.codec.property_codec.encode_properties(props, 3)`` returns);
-an empty BLOB means none (MQTT 3.x).
+MQTT 5 properties are stored as a BLOB holding their wire encoding (see
+docs/storage.md); an empty BLOB means none (MQTT 3.x).
 """
 
 from __future__ import annotations
@@ -43,7 +41,8 @@ __all__ = [
     "ENVELOPE", "FLAG_RESTATED", "RECORD_TYPES", "CheckpointCompleted", "CheckpointStarted",
     "DisconnectCause", "OutboundSent", "PubAckReceived", "PubCompReceived", "PubRecReceived",
     "PubRelReceived", "Publish", "Record", "RetainedCleared", "RetainedSet", "SessionConnected",
-    "SessionCursor", "SessionDisconnected", "SessionExpired", "SessionQueued", "Subscribed",
+    "SessionCursor", "SessionDisconnected", "SessionDropped", "SessionExpired", "SessionQueued",
+    "Subscribed",
     "UnknownRecord", "Unsubscribed", "WillCleared", "WillSent", "WillSet", "decode_record",
     "encode_record", "peek",
 ]
@@ -71,8 +70,6 @@ class Record:
     #: True when the record restates state at a checkpoint (flags bit 0).
     restated: bool = field(default=False, kw_only=True)
 
-
-# -- messages and retained messages -----------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,8 +111,6 @@ class RetainedCleared(Record):
     TYPE: ClassVar[int] = 3
     topic: str = wire(Kind.TEXT, _TOPIC)
 
-
-# -- session events ---------------------------------------------------------
 
 
 class DisconnectCause(IntEnum):
@@ -225,8 +220,6 @@ class SessionExpired(Record):
     client_id: str = wire(Kind.TEXT, _CLIENT)
 
 
-# -- delivery state of durable sessions -------------------------------------
-
 
 @dataclass(frozen=True, slots=True)
 class SessionQueued(Record):
@@ -238,6 +231,18 @@ class SessionQueued(Record):
     qos: int = wire(Kind.U8, "delivery QoS (after downgrade)", default=0, maximum=2)
     retain: bool = wire(Kind.BOOL, "RETAIN flag to send", default=False)
     subscription_ids: tuple[int, ...] = wire(Kind.U32_LIST, _SUB_IDS, default=())
+    topic: str = wire(Kind.TEXT, "topic of the message (empty: unknown)", default="", appended=True)
+    size: int = wire(Kind.U32, "payload bytes of the message", default=0, appended=True)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionDropped(Record):
+    """The message at ``offset`` will not be delivered to the session (a queue limit, expiry)."""
+
+    TYPE: ClassVar[int] = 27
+    client_id: str = wire(Kind.TEXT, _CLIENT)
+    offset: int = wire(Kind.U64, "log offset of the Publish")
+    reason: str = wire(Kind.TEXT, "why, as counted in $SYS (queue_full, expired, ...)", default="")
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,8 +308,6 @@ class PubRelReceived(Record):
     packet_id: int = wire(Kind.U16, _PACKET_ID)
 
 
-# -- checkpoints ------------------------------------------------------------
-
 
 @dataclass(frozen=True, slots=True)
 class CheckpointStarted(Record):
@@ -339,7 +342,7 @@ RECORD_TYPES: dict[int, type[Record]] = {
         Publish, RetainedSet, RetainedCleared,
         SessionConnected, SessionDisconnected, Subscribed, Unsubscribed,
         WillSet, WillCleared, WillSent, SessionExpired,
-        SessionQueued, SessionCursor, OutboundSent,
+        SessionQueued, SessionCursor, OutboundSent, SessionDropped,
         PubAckReceived, PubRecReceived, PubCompReceived, PubRelReceived,
         CheckpointStarted, CheckpointCompleted,
     )

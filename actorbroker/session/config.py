@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from actorbroker.codec import Packet
 
+from .capabilities import Mqtt5Policy
 from .effects import Effect, Send
 from .queue import QueuePolicy
 
@@ -22,9 +23,10 @@ __all__ = ["SessionConfig", "coalesce"]
 class SessionConfig:
     """Per-session limits and broker capabilities.
 
-    ``session_expiry``: seconds a detached persistent session is kept (None:
-    until the client cleans it, as MQTT 3.x says; Mosquitto's
-    ``persistent_client_expiration``). The keepalive is enforced by the
+    ``session_expiry``: seconds a detached persistent MQTT 3 session is kept
+    (None: until the client cleans it, as MQTT 3.x says; Mosquitto's
+    ``persistent_client_expiration``); an MQTT 5 session keeps what its
+    client negotiated (``mqtt5``). The keepalive is enforced by the
     transport ([MQTT-3.1.2-24]), not here.
     """
 
@@ -32,6 +34,7 @@ class SessionConfig:
     max_qos: int = 2
     retain_available: bool = True
     session_expiry: float | None = None
+    mqtt5: Mqtt5Policy = field(default_factory=Mqtt5Policy)
 
     def __post_init__(self) -> None:
         if self.max_qos not in (0, 1, 2):

@@ -22,6 +22,11 @@ How the actor drives it::
     the connection is gone (either side)      -> detach(now)
     administrative removal of an offline one  -> expire(now)
     a restarted actor found its subscriptions -> restore(subscriptions, now)
+    Deliver with MQTT 5 options / shared       -> deliver_matched(...), deliver5(...)
+    re-authentication failed                  -> disconnect(code, reason)
+
+The MQTT 5 rules are in :class:`~.mqtt5.Mqtt5Rules`, a mixin this class
+calls at a few hooks; an MQTT 3 connection never reaches them.
 
 State changes go through the :mod:`~actorbroker.session.lifecycle` table;
 calling a method in a state that does not allow it raises
@@ -36,6 +41,7 @@ from types import MappingProxyType
 
 from actorbroker.codec import (
     NO_PROPERTIES,
+    Auth,
     ConnAck,
     Connect,
     Disconnect,
@@ -57,19 +63,18 @@ from actorbroker.codec import (
     Will,
 )
 from actorbroker.codec.states import ConnectionState, next_state
-from actorbroker.routing import matches
 
 from . import lifecycle
 from .config import SessionConfig, coalesce
 from .effects import (
     EXPIRY_TIMER,
+    WILL_TIMER,
     CancelTimer,
     Close,
     DropReason,
     Dropped,
     Effect,
     EndSession,
-    PublishWill,
     RequestUnsubscribe,
     Send,
     StartTimer,
@@ -77,6 +82,8 @@ from .effects import (
 from .lifecycle import SessionState
 from .message import AppMessage, Delivery
 from .inbound import Inbox
+from .link import Link
+from .mqtt5 import Mqtt5Rules
 from .outbox import Outbox
 from .qos_outbound import OutboundState
 from .subscriptions import SubscriptionBook
@@ -93,7 +100,7 @@ def _send(packets: Sequence[Packet], extra: Iterable[Effect] = ()) -> list[Effec
     return effects
 
 
-class SessionCore:
+class SessionCore(Mqtt5Rules):
     """The Session State of one client id and the rules of its connection (see module doc)."""
 
     def __init__(self, client_id: str, config: SessionConfig | None = None) -> None:
@@ -108,6 +115,10 @@ class SessionCore:
         self._disconnect_received = False
         self._closing = False
         self._expiry_armed = False
+        #: Seconds the session is kept after its connection (None: forever; MQTT 5: negotiated).
+        self.session_expiry: float | None = self.config.session_expiry
+        self._link: Link | None = None  # the MQTT 5 connection's state, None at MQTT 3
+        self._pending_will: Will | None = None  # an MQTT 5 Will waiting for its delay
         # The Session State proper.
         self._book = SubscriptionBook()
         self._outbox = Outbox(self.config.queue)
@@ -158,7 +169,8 @@ class SessionCore:
     # ------------------------------------------------------------ lifecycle
 
     def attach(
-        self, connect: Connect, now: float, *, connack_properties: Properties = NO_PROPERTIES
+        self, connect: Connect, now: float, *, connack_properties: Properties = NO_PROPERTIES,
+        assigned: bool = False, auth_data: bytes | None = None,
     ) -> list[Effect]:
         """A connection whose CONNECT was accepted attaches to this session.
 
@@ -167,12 +179,14 @@ class SessionCore:
         then every unacknowledged PUBLISH with DUP=1 and every PUBREL in their
         order ([MQTT-4.4.0-1]), then as much of the queue as the window takes.
         Clean Session 1 (or a clean session taken over) discards the old state
-        first ([MQTT-3.1.2-6]).
+        first ([MQTT-3.1.2-6]). MQTT 5: ``assigned`` says the broker made the
+        client id up, ``auth_data`` is the last Authentication Data of an
+        enhanced authentication; both go in the CONNACK.
         """
         before = self._state
         discard = connect.clean_start or (before is _S.TAKEN_OVER and self.clean_session)
         self._state = lifecycle.advance(before, lifecycle.ATTACH)
-        effects: list[Effect] = []
+        effects: list[Effect] = self._settle_will(now, publish=discard)
         if discard and before is not _S.NEW:
             effects += self._discard_state()
         resumed = before in (_S.DISCONNECTED, _S.TAKEN_OVER) and not discard
@@ -181,9 +195,16 @@ class SessionCore:
         self.keepalive = connect.keepalive
         self.will = connect.will
         self._disconnect_received = self._closing = False
+        if self.protocol_level == 5:
+            connack_properties, negotiated = self._negotiate(
+                connect, assigned=assigned, auth_data=auth_data)
+            effects += negotiated
+        else:
+            self.session_expiry = self.config.session_expiry
+            self._reset_link()
         connack = ConnAck(resumed and self.protocol_level != 3, 0, connack_properties)
         packets, dropped = self._outbox.resume(now)
-        effects += _send([connack, *packets], dropped)
+        effects += _send([connack, *self._outgoing(packets)], dropped)
         if self._expiry_armed:
             self._expiry_armed = False
             effects.append(CancelTimer(EXPIRY_TIMER))
@@ -217,16 +238,19 @@ class SessionCore:
         if ended:
             effects += self._discard_state()
             effects.append(EndSession("clean session ended with its connection"))
-        elif self.config.session_expiry is not None:
-            self._expiry_armed = True
-            effects.append(StartTimer(EXPIRY_TIMER, self.config.session_expiry))
+        else:
+            effects += self._hand_back()
+            if self.session_expiry is not None:
+                self._expiry_armed = True
+                effects.append(StartTimer(EXPIRY_TIMER, self.session_expiry))
         return effects
 
     def expire(self, now: float) -> list[Effect]:
         """End an offline persistent session: its state is discarded."""
         self._state = lifecycle.advance(self._state, lifecycle.EXPIRE)
         self._expiry_armed = False
-        return [*self._discard_state(), EndSession("persistent session expired")]
+        effects = self._settle_will(now, publish=True)  # [MQTT-3.1.3-9]: at the session's end
+        return [*effects, *self._discard_state(), EndSession("persistent session expired")]
 
     def restore(self, subscriptions: Iterable[Subscription], now: float) -> list[Effect]:
         """Take back the subscriptions of a persistent session whose actor was restarted.
@@ -250,6 +274,8 @@ class SessionCore:
             if self._state is not _S.DISCONNECTED or not self._expiry_armed:
                 return []
             return self.expire(now)
+        if name == WILL_TIMER:
+            return self._will_timer(now)
         raise ValueError(f"unknown timer {name!r}")
 
     # ------------------------------------------------------------- inbound
@@ -257,6 +283,8 @@ class SessionCore:
     def handle_all(self, packets: Iterable[Packet], now: float) -> list[Effect]:
         """:meth:`handle` each packet of one read, adjacent sends merged."""
         effects: list[Effect] = []
+        if self._link is not None:
+            self._link.quota.read_started()
         for packet in packets:
             effects += self.handle(packet, now)
         return coalesce(effects)
@@ -274,15 +302,19 @@ class SessionCore:
             next_state(ConnectionState.CONNECTED, packet.packet_type)
             match packet:
                 case Publish():
+                    if self._link is not None:
+                        return self._publish5(packet, now)
                     return [self._inbox.publish(packet, now)]
                 case PubAck() | PubRec() | PubComp():
                     packets, dropped = self._outbox.ack(packet, now, level=self.protocol_level)
-                    return _send(packets, dropped)
+                    return _send(self._outgoing(packets), dropped)
                 case PubRel():
                     return [Send((self._inbox.release(packet.packet_id, level=self.protocol_level),))]
                 case Subscribe():
+                    sub_ids = packet.properties.subscription_identifier
                     answer = self._book.subscribe(
-                        packet, level=self.protocol_level, max_qos=self.config.max_qos
+                        packet, level=self.protocol_level, max_qos=self.config.max_qos,
+                        refuse=self._subscribe_refusal(sub_ids[0] if sub_ids else None),
                     )
                     return [Send((answer,))] if isinstance(answer, SubAck) else [answer]
                 case Unsubscribe():
@@ -290,12 +322,16 @@ class SessionCore:
                 case PingReq():
                     return [Send((PingResp(),))]
                 case Disconnect():
+                    if self._link is not None:
+                        self._disconnect5(packet)
                     # MQTT 5 reason 0x04 asks for the Will all the same.
                     self._disconnect_received = (
                         packet.reason_code != ReasonCode.DISCONNECT_WITH_WILL_MESSAGE
                     )
                     self._closing = True
                     return [Close(ReasonCode.NORMAL_DISCONNECTION, "client sent DISCONNECT")]
+                case Auth():
+                    return self._auth5(packet)
                 case _:
                     raise ProtocolError(f"{type(packet).__name__} is not supported yet")
         except ProtocolError as exc:
@@ -318,7 +354,8 @@ class SessionCore:
         if self._state is _S.ENDED:
             return [Dropped(message, delivery.qos, DropReason.SESSION_ENDED)]
         packets, dropped = self._outbox.deliver(delivery, now, online=self.attached)
-        return _send(packets, dropped)
+        link = self._link  # MQTT 5 only: Topic Aliases (inline: the MQTT 3 hot path)
+        return _send(packets if link is None else link.outgoing(packets), dropped)
 
     def hold_output(self) -> None:
         """The connection is congested: queue every delivery (QoS 0 too, within the limits).
@@ -338,7 +375,7 @@ class SessionCore:
         if not self.attached:
             return []
         packets, dropped = self._outbox.drain(now, limit)
-        return _send(packets, dropped)
+        return _send(self._outgoing(packets), dropped)
 
     def subscribed(
         self,
@@ -354,7 +391,10 @@ class SessionCore:
         ``retained``: the retained messages matching the granted filters.
         Sends the SUBACK, then each retained message with RETAIN=1 at the
         highest QoS granted to a filter of this SUBSCRIBE matching its topic
-        ([MQTT-3.8.4-3], [MQTT-3.3.1-8]).
+        ([MQTT-3.8.4-3], [MQTT-3.3.1-8]), among the filters whose Retain
+        Handling asks for it (MQTT 5: 1 only for a new subscription, 2 never,
+        [MQTT-3.3.1-9], [MQTT-3.3.1-10]); with the SUBSCRIBE's Subscription
+        Identifier if it had one.
         """
         if self._state is _S.ENDED:
             return []
@@ -364,11 +404,7 @@ class SessionCore:
             effects.append(Send((confirmed.suback,)))
         if not confirmed.granted:
             return effects  # refused, or answered after its session state was discarded
-        for message in retained:
-            granted = [s.qos for s in confirmed.granted if matches(s.topic_filter, message.topic)]
-            if not granted:
-                raise ValueError(f"retained topic {message.topic!r} matches no granted filter")
-            effects += self.deliver(message, max(granted), now, retain=True)
+        effects += self._deliver_retained(confirmed, retained, now)
         return coalesce(effects)
 
     def unsubscribed(self, packet_id: int, now: float) -> list[Effect]:
@@ -383,22 +419,27 @@ class SessionCore:
     def _close(self, code: ReasonCode, reason: str) -> list[Effect]:
         """Ask the actor to close the connection (MQTT 5: DISCONNECT first); wait for detach."""
         self._closing = True
-        disconnect = [Disconnect(code)] if self.protocol_level == 5 else []
+        link = self._link
+        disconnect = [Disconnect(code, link.reason(reason))] if link is not None else []
         return _send(disconnect, [Close(code, reason)])
 
     def _connection_ended(self, now: float, *, graceful: bool) -> list[Effect]:
         effects: list[Effect] = []
         will, self.will = self.will, None  # [MQTT-3.1.2-10]: published or discarded, never kept
         if will is not None and not graceful and not self._disconnect_received:
-            message = AppMessage.from_will(will, publisher=self.client_id, received_at=now)
-            effects.append(PublishWill(message))
+            effects += self._will_ended(will, now)  # MQTT 5: maybe after its Will Delay Interval
         self._closing = False
         self._book.connection_lost()
+        self._reset_link()
         return effects
 
     def _discard_state(self) -> list[Effect]:
-        """Forget the Session State; report undelivered messages and the filters to remove."""
-        effects: list[Effect] = list(self._outbox.discard())
+        """Forget the Session State; report undelivered messages and the filters to remove.
+
+        Shared-subscription deliveries the client lacks go back to their group first.
+        """
+        effects: list[Effect] = self._hand_back()
+        effects += self._outbox.discard()
         self._inbox.qos2.clear()
         filters = self._book.clear()
         if filters:

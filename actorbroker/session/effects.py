@@ -20,9 +20,16 @@ order they must be carried out. The SessionActor matches on the type:
                                    ``take_over``, which ``attach`` follows at once)
     Dropped(message, qos, reason)  a delivery was discarded: count it, never resend it
     EndSession(reason)             the session is over: forget its durable state, stop
+    SetKeepAlive(seconds)          (MQTT 5) hold the connection to this Server Keep Alive
+    HandBackShared(deliveries)     (MQTT 5) give these shared-subscription deliveries,
+                                   which this client does not have, to another member
+    Reauthenticate(packet)         (MQTT 5) run this AUTH through the connection's
+                                   authentication method; answer with AUTH or
+                                   ``core.disconnect(code, reason)``
 
-The only timer is :data:`EXPIRY_TIMER`; the keepalive is the transport's
-(it sees every packet without a message per packet).
+Timers: :data:`EXPIRY_TIMER` and, for an MQTT 5 Will Delay Interval,
+:data:`WILL_TIMER`; the keepalive is the transport's (it sees every packet
+without a message per packet).
 """
 
 from __future__ import annotations
@@ -31,28 +38,34 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Final
 
-from actorbroker.codec import Packet, PubAck, PubRec, ReasonCode, Subscription
+from actorbroker.codec import Auth, Packet, PubAck, PubRec, ReasonCode, Subscription
 
-from .message import AppMessage
+from .message import AppMessage, Delivery5
 
 __all__ = [
     "EXPIRY_TIMER",
+    "WILL_TIMER",
     "CancelTimer",
     "Close",
     "DropReason",
     "Dropped",
     "Effect",
     "EndSession",
+    "HandBackShared",
     "PublishWill",
+    "Reauthenticate",
     "RequestSubscribe",
     "RequestUnsubscribe",
     "Route",
     "Send",
+    "SetKeepAlive",
     "StartTimer",
 ]
 
 #: Fires when a detached persistent session has been offline for its expiry time.
 EXPIRY_TIMER: Final = "session_expiry"
+#: Fires when an MQTT 5 Will Delay Interval has passed without a new connection.
+WILL_TIMER: Final = "will_delay"
 
 
 class DropReason(Enum):
@@ -68,6 +81,8 @@ class DropReason(Enum):
     #: The session state was discarded (clean session ended, session expired,
     #: or a clean reconnect replaced it) with this message not yet acknowledged.
     SESSION_ENDED = "session_ended"
+    #: Larger than the MQTT 5 client's Maximum Packet Size ([MQTT-3.1.2-25]).
+    TOO_LARGE = "too_large"
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +123,8 @@ class RequestSubscribe:
 
     packet_id: int
     subscriptions: tuple[Subscription, ...]
+    #: MQTT 5: the SUBSCRIBE's Subscription Identifier, for every subscription of it.
+    subscription_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +177,31 @@ class Dropped:
 
 
 @dataclass(frozen=True, slots=True)
+class SetKeepAlive:
+    """Hold the connection to ``seconds`` of Keep Alive (the Server Keep Alive told in CONNACK)."""
+
+    seconds: int
+
+
+@dataclass(frozen=True, slots=True)
+class HandBackShared:
+    """Give these deliveries of shared subscriptions to another member of their group.
+
+    The client does not have them (queued, or QoS 1 without PUBACK) and has
+    gone (or they reached it after its session ended); the core forgot them.
+    """
+
+    deliveries: tuple[Delivery5, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Reauthenticate:
+    """An AUTH from the connected client (re-authentication, section 4.12.1)."""
+
+    packet: Auth
+
+
+@dataclass(frozen=True, slots=True)
 class EndSession:
     """The session ended: forget its durable state; the actor may stop."""
 
@@ -168,5 +210,5 @@ class EndSession:
 
 Effect = (
     Send | Route | PublishWill | RequestSubscribe | RequestUnsubscribe | StartTimer
-    | CancelTimer | Close | Dropped | EndSession
+    | CancelTimer | Close | Dropped | EndSession | SetKeepAlive | HandBackShared | Reauthenticate
 )

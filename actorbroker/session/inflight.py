@@ -12,7 +12,7 @@ The window size (how many may be in flight) is the caller's policy.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from actorbroker.codec import Packet, PubAck, PubComp, PubRec, PubRel, Publish, ReasonCode
@@ -113,6 +113,19 @@ class Inflight:
         self._entries.clear()
         self._ids.clear()
         return unacknowledged
+
+    def take(self, which: Callable[[Delivery, OutboundState], bool]) -> list[Delivery]:
+        """Remove the flows ``which(delivery, state)`` picks, freeing their ids; return them in order.
+
+        The caller behaves as if they were completed (MQTT 5: too large for
+        a new connection) or gives them to someone else (shared subscriptions).
+        """
+        taken = [pid for pid, entry in self._entries.items() if which(entry.delivery, entry.state)]
+        deliveries = []
+        for packet_id in taken:
+            deliveries.append(self._entries.pop(packet_id).delivery)
+            self._ids.release(packet_id)
+        return deliveries
 
     def state(self, packet_id: int) -> OutboundState | None:
         """The state of ``packet_id``'s flow, None if it has none."""

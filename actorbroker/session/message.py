@@ -12,10 +12,27 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from operator import attrgetter
+from typing import Any
 
 from actorbroker.codec import NO_PROPERTIES, Properties, Publish, Will
+from actorbroker.codec.properties import mutable_twin
 
-__all__ = ["AppMessage", "Delivery"]
+__all__ = ["AppMessage", "Delivery", "Delivery5", "with_properties"]
+
+_PropertiesBuilder: Any = mutable_twin(Properties)
+_PublishBuilder: Any = mutable_twin(Publish)
+_ALL_PROPERTIES = attrgetter(*(f.name for f in dataclasses.fields(Properties)))
+
+
+def with_properties(properties: Properties, **changes: Any) -> Properties:
+    """``properties`` with ``changes``: ``dataclasses.replace`` without its cost (a hot path
+    of MQTT 5 deliveries: expiry, aliases, identifiers)."""
+    built = _PropertiesBuilder(*_ALL_PROPERTIES(properties))
+    for name, value in changes.items():
+        setattr(built, name, value)
+    built.__class__ = Properties
+    return built  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +44,7 @@ class AppMessage:
     ``received_at`` is the monotonic time of acceptance (the ``now`` of the
     call that accepted it); ``seq`` numbers the messages one session core
     accepted, from 1, so that ``(publisher, seq)`` names a message in logs
-    and tests.
+    and tests; ``log_offset`` is set once the commit log stored it.
     """
 
     topic: str
@@ -38,22 +55,36 @@ class AppMessage:
     publisher: str | None = None
     received_at: float = 0.0
     seq: int = 0
+    #: Where the commit log holds it (-1: not logged, e.g. QoS 0 or storage off).
+    log_offset: int = -1
 
     @classmethod
     def from_publish(
         cls, publish: Publish, *, publisher: str | None, received_at: float, seq: int = 0
     ) -> AppMessage:
         """The message a client's PUBLISH carries."""
-        return cls(
-            publish.topic, publish.payload, publish.qos, publish.retain,
-            publish.properties, publisher, received_at, seq,
-        )
+        if cls is not AppMessage:
+            return cls(publish.topic, publish.payload, publish.qos, publish.retain,
+                       publish.properties, publisher, received_at, seq)
+        # Once per PUBLISH: built as a mutable twin and retyped (see codec mutable_twin),
+        # a third of what the frozen __init__ costs.
+        built = _AppMessageBuilder(publish.topic, publish.payload, publish.qos, publish.retain,
+                                   publish.properties, publisher, received_at, seq)
+        built.__class__ = AppMessage
+        return built  # type: ignore[no-any-return]
 
     @classmethod
     def from_will(cls, will: Will, *, publisher: str, received_at: float) -> AppMessage:
-        """The message a Will becomes when the broker publishes it."""
+        """The message a Will becomes when the broker publishes it.
+
+        Its Will Properties become the message's, but for the Will Delay
+        Interval, which is not a PUBLISH property (section 3.1.3.2).
+        """
+        properties = will.properties
+        if properties.will_delay_interval is not None:
+            properties = with_properties(properties, will_delay_interval=None)
         return cls(
-            will.topic, will.payload, will.qos, will.retain, will.properties,
+            will.topic, will.payload, will.qos, will.retain, properties,
             publisher, received_at,
         )
 
@@ -86,11 +117,16 @@ class AppMessage:
         interval = properties.message_expiry_interval
         if interval is not None and now is not None:
             remaining = max(0, interval - int(now - self.received_at))
-            properties = dataclasses.replace(properties, message_expiry_interval=remaining)
-        return Publish(
-            self.topic, self.payload, qos, retain, dup,
-            packet_id if qos else None, properties,
-        )
+            if remaining != interval:  # within the first second it stays as published
+                properties = with_properties(properties, message_expiry_interval=remaining)
+        # Once per delivery: the mutable twin, retyped (see from_publish).
+        built = _PublishBuilder(self.topic, self.payload, qos, retain, dup,
+                                packet_id if qos else None, properties)
+        built.__class__ = Publish
+        return built  # type: ignore[no-any-return]
+
+
+_AppMessageBuilder: Any = mutable_twin(AppMessage)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,3 +144,32 @@ class Delivery:
         return self.message.to_publish(
             qos=self.qos, packet_id=packet_id, retain=self.retain, dup=dup, now=now
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery5(Delivery):
+    """A delivery that carries MQTT 5 extras; plain :class:`Delivery` stays the MQTT 3 fast path.
+
+    ``subscription_ids``: the Subscription Identifiers of the matching
+    subscriptions, sent in the PUBLISH ([MQTT-3.3.4-3]); ``group``: the
+    ``$share/{group}/{filter}`` this delivery came through, None for a
+    non-shared subscription (a shared delivery may be handed back to the
+    group when this client goes away, see :mod:`actorbroker.session.outbox`).
+    """
+
+    subscription_ids: tuple[int, ...] = ()
+    group: str | None = None
+
+    def to_publish(
+        self, packet_id: int | None = None, *, dup: bool = False, now: float | None = None
+    ) -> Publish:
+        """The PUBLISH for this delivery, with its Subscription Identifiers."""
+        publish = self.message.to_publish(
+            qos=self.qos, packet_id=packet_id, retain=self.retain, dup=dup, now=now
+        )
+        if not self.subscription_ids:
+            return publish
+        properties = with_properties(publish.properties,
+                                     subscription_identifier=self.subscription_ids)
+        return Publish(publish.topic, publish.payload, publish.qos, publish.retain, publish.dup,
+                       publish.packet_id, properties)

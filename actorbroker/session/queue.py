@@ -19,7 +19,7 @@ same limits). Every drop is reported by the session as a
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from .effects import DropReason
@@ -56,7 +56,9 @@ class OutboundQueue:
 
     def __init__(self, policy: QueuePolicy = QueuePolicy()) -> None:
         self.policy = policy
-        self._items: deque[Delivery] = deque()
+        # An empty deque is ~760 bytes and most sessions never queue anything (one per
+        # client: 7 MiB for 10,000 clients): the deque comes with the first delivery queued.
+        self._items: deque[Delivery] | tuple[()] = ()
         self._bytes = 0
 
     def offer(self, delivery: Delivery, *, online: bool) -> DropReason | None:
@@ -69,22 +71,37 @@ class OutboundQueue:
         size = delivery.message.size
         if policy.max_queued_bytes and self._bytes + size > policy.max_queued_bytes:
             return DropReason.QUEUE_FULL
-        self._items.append(delivery)
+        items = self._items
+        if not isinstance(items, deque):
+            items = self._items = deque()
+        items.append(delivery)
         self._bytes += size
         return None
 
     def pop(self) -> Delivery:
         """The oldest delivery, removed (IndexError if empty)."""
-        delivery = self._items.popleft()
+        items = self._items
+        if not isinstance(items, deque):
+            raise IndexError("pop from an empty queue")
+        delivery = items.popleft()
         self._bytes -= delivery.message.size
         return delivery
 
     def clear(self) -> list[Delivery]:
         """Remove and return every delivery, oldest first."""
         items = list(self._items)
-        self._items.clear()
+        self._items = ()
         self._bytes = 0
         return items
+
+    def take(self, which: Callable[[Delivery], bool]) -> list[Delivery]:
+        """Remove and return the deliveries ``which`` picks, oldest first; keep the others in order."""
+        taken = [d for d in self._items if which(d)]
+        if taken:
+            kept = [d for d in self._items if not which(d)]
+            self._items = deque(kept)
+            self._bytes = sum(d.message.size for d in kept)
+        return taken
 
     @property
     def bytes(self) -> int:

@@ -8,6 +8,12 @@ An invalid filter gets failure code 0x80 in its SUBACK entry at MQTT 3.1.1
 the connection is closed. The same happens on UNSUBSCRIBE, whose UNSUBACK
 is built when the registry has removed the filters.
 
+``$share/{group}/{filter}`` is a shared subscription for MQTT 5 clients
+only; for MQTT 3 clients it stays a plain filter, as it always was here.
+MQTT 5 adds refusals of well-formed filters the broker does not serve (the
+``refuse`` hook: 0x9E, 0xA1, 0xA2) and the SUBSCRIBE's Subscription
+Identifier, which travels with the request.
+
 Answers for one packet identifier must come back in the order the requests
 were made (the registry handles one client's requests in order). A request
 outlives its connection: answered after a disconnect, its subscriptions
@@ -20,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -50,6 +56,7 @@ class _Pending:
     entries: tuple[Subscription | int, ...] | tuple[str, ...]
     reply: bool = True  # the connection that asked is still attached
     keep: bool = True  # the session state it belongs to still exists
+    subscription_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +66,10 @@ class SubscribeConfirmed:
     suback: SubAck
     granted: tuple[Subscription, ...]
     reply: bool
+    #: MQTT 5: the Subscription Identifier of the SUBSCRIBE (None: none).
+    subscription_id: int | None = None
+    #: Granted filters the session had no subscription on before (Retain Handling 1).
+    fresh: frozenset[str] = frozenset()
 
 
 def _push(
@@ -101,12 +112,15 @@ class SubscriptionBook:
         return MappingProxyType(self._subs)
 
     def subscribe(
-        self, packet: Subscribe, *, level: int, max_qos: int
+        self, packet: Subscribe, *, level: int, max_qos: int,
+        refuse: Callable[[Subscription], int | None] | None = None,
     ) -> RequestSubscribe | SubAck:
         """Check a SUBSCRIBE: the registry request, or the SUBACK if nothing is left to ask.
 
-        Raises ProtocolError for an invalid filter at MQTT 3.1 and for a
-        packet identifier still in use by an unanswered request.
+        ``refuse(subscription)`` (MQTT 5) returns the failure code for a
+        well-formed filter the broker does not serve, or None. Raises
+        ProtocolError for an invalid filter at MQTT 3.1 and for a packet
+        identifier still in use by an unanswered request.
         """
         entries: list[Subscription | int] = []
         for sub in packet.subscriptions:
@@ -120,12 +134,20 @@ class SubscriptionBook:
                     ) from None
                 entries.append(ReasonCode.TOPIC_FILTER_INVALID if level == 5 else FAILURE)
                 continue
+            code = None if refuse is None else refuse(sub)
+            if code is not None:
+                entries.append(code)
+                continue
             entries.append(sub if sub.qos <= max_qos else dataclasses.replace(sub, qos=max_qos))
         asked = tuple(e for e in entries if isinstance(e, Subscription))
         if not asked:
             return SubAck(packet.packet_id, tuple(int(e) for e in entries if isinstance(e, int)))
-        _push(self._subscribing, self._unsubscribing, packet.packet_id, _Pending(tuple(entries)))
-        return RequestSubscribe(packet.packet_id, asked)
+        sub_id = None
+        if level == 5 and packet.properties.subscription_identifier:
+            sub_id = packet.properties.subscription_identifier[0]
+        _push(self._subscribing, self._unsubscribing, packet.packet_id,
+              _Pending(tuple(entries), subscription_id=sub_id))
+        return RequestSubscribe(packet.packet_id, asked, sub_id)
 
     def subscribed(self, packet_id: int, results: Sequence[int] | None = None) -> SubscribeConfirmed:
         """Apply the registry's answer to the oldest SUBSCRIBE with ``packet_id``.
@@ -143,6 +165,7 @@ class SubscriptionBook:
         answers = iter(codes)
         suback_codes: list[int] = []
         granted: list[Subscription] = []
+        fresh: set[str] = set()
         for entry in pending.entries:
             if not isinstance(entry, Subscription):
                 suback_codes.append(int(entry))
@@ -153,11 +176,15 @@ class SubscriptionBook:
                 sub = entry if entry.qos == code else dataclasses.replace(entry, qos=code)
                 granted.append(sub)
                 if pending.keep:
+                    if sub.topic_filter not in self._subs:
+                        fresh.add(sub.topic_filter)
                     self._subs[sub.topic_filter] = sub
         return SubscribeConfirmed(
             SubAck(packet_id, tuple(suback_codes)),
             tuple(granted) if pending.keep else (),
             pending.reply and pending.keep,
+            pending.subscription_id,
+            frozenset(fresh),
         )
 
     def unsubscribe(self, packet: Unsubscribe) -> RequestUnsubscribe:

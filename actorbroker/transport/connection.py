@@ -26,7 +26,16 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, cast
 
-from actorbroker.codec import ConnAck, Connect, Decoder, Packet, ProtocolError, ReasonCode, encode
+from actorbroker.codec import (
+    ConnAck,
+    Connect,
+    Decoder,
+    Packet,
+    Properties,
+    ProtocolError,
+    ReasonCode,
+    encode,
+)
 from actorbroker.codec.states import ConnectionState
 from actorbroker.messages import ConnectionLost, Drained, Inbound
 
@@ -79,6 +88,8 @@ class MqttConnection(asyncio.Protocol):
         self._idle = IdleTimer(loop, self._keepalive_expired, lambda: bool(self._paused))
         self._timer: asyncio.TimerHandle | None = None  # the connect timeout
         self._abort_timer: asyncio.TimerHandle | None = None
+        #: An MQTT 5 client that allows Reason Strings (Request Problem Information).
+        self._problem_info = False
 
     # -- Connection API (for the session; loop thread only) -------------------
 
@@ -151,12 +162,16 @@ class MqttConnection(asyncio.Protocol):
         if self._paused & _PAUSE_CREDIT and self._outstanding < self._settings.max_batches:
             self._unpause(_PAUSE_CREDIT)
 
-    def close(self, reason_code: int | None = None, reason: str = "") -> None:
-        """Flush, say goodbye (v5 DISCONNECT, or CONNACK before any), close. Idempotent."""
+    def close(self, reason_code: int | None = None, reason: str = "",
+              properties: Properties | None = None) -> None:
+        """Flush, say goodbye (v5 DISCONNECT, or CONNACK before any), close. Idempotent.
+
+        ``properties`` go in that v5 packet (e.g. a Server Reference).
+        """
         if self._closing:
             return
         if reason_code is not None and self.protocol_level == 5:
-            self._goodbye(reason_code)
+            self._goodbye(reason_code, properties=properties)
         self._shutdown(reason or "closed by the server", graceful=True)
 
     def set_keepalive(self, seconds: int) -> None:
@@ -256,6 +271,8 @@ class MqttConnection(asyncio.Protocol):
         self._cancel_timer()
         self._head = b""
         self.client_id = packet.client_id
+        self._problem_info = (packet.protocol_level == 5
+                              and packet.properties.request_problem_information != 0)
         self.set_keepalive(packet.keepalive)
         try:
             port = self._gateway.connect(self, packet)
@@ -334,9 +351,16 @@ class MqttConnection(asyncio.Protocol):
         if not self._closing and self._outbox.drained():
             self._tell(Drained(self.conn_id))
 
-    def _goodbye(self, reason_code: int) -> None:
-        """Queue the v5 farewell: DISCONNECT if connected, CONNACK if nothing answered yet."""
-        packet = self._gate.farewell(reason_code)
+    def _goodbye(self, reason_code: int, *, reason: str = "",
+                 properties: Properties | None = None) -> None:
+        """Queue the v5 farewell: DISCONNECT if connected, CONNACK if nothing answered yet.
+
+        ``reason`` becomes its Reason String if the client allows them ([MQTT-3.1.2-29]).
+        """
+        if properties is None:
+            properties = Properties(reason_string=reason[:200]) if (
+                reason and self._problem_info) else Properties()
+        packet = self._gate.farewell(reason_code, properties)
         if packet is not None:
             self._queue(encode(packet, 5))
 
@@ -358,7 +382,7 @@ class MqttConnection(asyncio.Protocol):
             self._queue(encode(ConnAck(False, 0x01), 4))
             self._gate.connack_sent = True
         elif level == 5:
-            self._goodbye(exc.reason_code)
+            self._goodbye(exc.reason_code, reason=str(exc))
         self._shutdown(str(exc), graceful=False)
 
     def _fail(self, reason: str) -> None:
@@ -382,7 +406,7 @@ class MqttConnection(asyncio.Protocol):
         log.info("conn %d %s: keepalive expired (%gs without a packet), closing",
                  self.conn_id, self._who(), self._idle.limit)
         if self.protocol_level == 5:
-            self._goodbye(ReasonCode.KEEP_ALIVE_TIMEOUT)
+            self._goodbye(ReasonCode.KEEP_ALIVE_TIMEOUT)  # the code says it all
         self._shutdown("keepalive timeout", graceful=False)
 
     def _shutdown(self, reason: str, *, graceful: bool, abort: bool = False) -> None:

@@ -22,7 +22,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import get_args
 
-from actorbroker.codec import Auth, ConnAck, Connect, Disconnect, Packet, ProtocolError, ReasonCode
+from actorbroker.codec import (
+    NO_PROPERTIES,
+    Auth,
+    ConnAck,
+    Connect,
+    Disconnect,
+    Packet,
+    Properties,
+    ProtocolError,
+    ReasonCode,
+)
 from actorbroker.codec.reason_codes import CONNACK_CODES, DISCONNECT_CODES
 from actorbroker.codec.states import CONNACK_SENT, INITIAL, TRANSITIONS, ConnectionState, next_state
 
@@ -111,23 +121,25 @@ class InboundGate:
         self.connack_ok = True
         self.state = next_state(self.state, CONNACK_SENT)
 
-    def farewell(self, reason_code: int) -> Disconnect | ConnAck | None:
+    def farewell(self, reason_code: int, properties: Properties = NO_PROPERTIES
+                 ) -> Disconnect | ConnAck | None:
         """The v5 packet telling the client why it is being closed, if one fits.
 
         DISCONNECT once connected; before any CONNACK, a CONNACK with the
         (error) code, counted as sent; nothing after a refusing CONNACK or
         the client's own DISCONNECT. Codes a packet cannot carry become 0x80.
+        ``properties`` (a Reason String, a Server Reference) go with it.
         """
         if self.connack_ok:
             if self.state is not _S.CONNECTED:
                 return None
             return Disconnect(reason_code if reason_code in DISCONNECT_CODES
-                              else ReasonCode.UNSPECIFIED_ERROR)
+                              else ReasonCode.UNSPECIFIED_ERROR, properties)
         if self.connack_sent or reason_code < 0x80:
             return None
         self.connack_sent = True
         return ConnAck(False, reason_code if reason_code in CONNACK_CODES
-                       else ReasonCode.UNSPECIFIED_ERROR)
+                       else ReasonCode.UNSPECIFIED_ERROR, properties)
 
     def release(self) -> list[Packet]:
         """The held packets, once a CONNACK has accepted the connection (else none)."""

@@ -140,8 +140,10 @@ class Connection(Protocol):
     def batch_done(self) -> None:
         """One Inbound has been processed: return one read credit."""
 
-    def close(self, reason_code: int | None = None, reason: str = "") -> None:
-        """Flush, say goodbye (v5 DISCONNECT/CONNACK with ``reason_code``), close. Idempotent."""
+    def close(self, reason_code: int | None = None, reason: str = "",
+              properties: Any = None) -> None:
+        """Flush, say goodbye (v5 DISCONNECT/CONNACK with ``reason_code`` and
+        ``properties``), close. Idempotent."""
 
     def set_keepalive(self, seconds: int) -> None:
         """Close after 1.5 x ``seconds`` without a packet from the client; 0 disables."""

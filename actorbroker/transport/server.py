@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from actorbroker.codec import ReasonCode
+from actorbroker.codec import NO_PROPERTIES, Properties, ReasonCode
 
 from .acceptor import Acceptor
 from .connection import MqttConnection
@@ -81,6 +81,9 @@ class Listener:
         self._closed = False
         self._port = int(sockets[0].getsockname()[1])
         self.name = ", ".join(_address(s) for s in sockets)
+        #: What v5 clients are told by :meth:`close_all` by default: 0x8B, or a
+        #: redirection (0x9C/0x9D with a Server Reference) the app configures.
+        self.farewell: tuple[int, Properties] = (ReasonCode.SERVER_SHUTTING_DOWN, NO_PROPERTIES)
 
     @property
     def sockets(self) -> tuple[socket.socket, ...]:
@@ -119,15 +122,17 @@ class Listener:
             sock.close()
         log.info("stopped listening on %s", self.name)
 
-    async def close_all(self, reason_code: int = ReasonCode.SERVER_SHUTTING_DOWN,
+    async def close_all(self, reason_code: int | None = None,
                         timeout: float | None = None) -> None:
         """Close every connection (v5: DISCONNECT ``reason_code``) and wait until all are gone.
 
-        Each connection flushes its output first; one whose peer does not
-        read is aborted after ``close_timeout`` (or ``timeout`` here).
+        Without ``reason_code``, v5 clients get :attr:`farewell` (0x8B by
+        default). Each connection flushes its output first; one whose peer
+        does not read is aborted after ``close_timeout`` (or ``timeout`` here).
         """
+        code, properties = self.farewell if reason_code is None else (reason_code, None)
         for conn in list(self._conns.values()):
-            conn.close(reason_code, "server shutting down")
+            conn.close(code, "server shutting down", properties)
         if not self._conns:
             return
         self._idle = self._loop.create_future()

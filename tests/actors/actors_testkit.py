@@ -21,6 +21,7 @@ from actorbroker.actors import NodeSettings, SessionGateway
 from actorbroker.app import Broker
 from actorbroker.codec import ConnAck, Connect, Packet, Will
 from actorbroker.config import Config
+from actorbroker.config import StorageConfig
 from actorbroker.messages import ConnectionLost, Inbound
 
 _ids = itertools.count(10_000)
@@ -102,7 +103,8 @@ class Harness:
     """A started broker without listeners, and a way to connect fake clients."""
 
     def __init__(self, **settings: Any) -> None:
-        config = Config(listeners=())
+        # No commit log: these tests drive the actors, not the storage (tests/durability does).
+        config = Config(listeners=(), storage=StorageConfig(durability="memory"))
         self.broker = Broker(config, settings=NodeSettings.from_config(
             config, **{"sys_interval": 0.0, **settings}))
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import time
 import zlib
 from typing import Any
@@ -27,7 +29,7 @@ from supervisors import (
     terminate_sharded_child,
     which_children,
 )
-from supervisors_testkit import Journal, children_of, crash, stop, worker
+from supervisors_testkit import Count, Journal, children_of, crash, stop, worker
 
 PLENTY = Intensity(max_restarts=100, period=60)
 
@@ -176,3 +178,62 @@ def test_a_crashed_shard_is_restarted_and_routing_follows(run: Any) -> None:
             await start_sharded_child(sharded, "k", worker("k", journal))
 
     run(main())
+
+
+def _no_wait(spec: supervisors.ChildSpec) -> supervisors.ChildSpec:
+    return dataclasses.replace(spec, wait_start=False)
+
+
+def test_a_child_that_does_not_wait_is_running_before_its_on_start(run: Any) -> None:
+    async def main() -> None:
+        journal = Journal()
+        sup = DynamicSupervisor.start(intensity=PLENTY)
+        ref = await start_child(sup, _no_wait(worker("w", journal, async_start=True)))
+        assert journal.starts("w") == 0  # replied before on_start ran...
+        assert [i.ref for i in await which_children(sup)] == [ref]  # ...already RUNNING
+        ref.tell("first")  # held by its mailbox until on_start ran, then in order
+        assert await ref.ask("second", block=False) == "second"
+        assert journal.starts("w") == 1
+        assert (await ref.ask(Count(), block=False)) == 3
+        await stop(sup)
+        assert journal.of("stop") == ["w"]
+
+    run(main())
+
+
+def test_a_failing_on_start_of_a_child_that_does_not_wait_is_an_exit(run: Any) -> None:
+    async def main() -> None:
+        journal = Journal()
+        sup = DynamicSupervisor.start(intensity=PLENTY)
+        spec = _no_wait(worker("w", journal, Restart.TRANSIENT, fail_start=True))
+        ref = await start_child(sup, spec)  # no StartChildError: it has not failed yet
+        reason = await supervisors.exit_future(ref)
+        assert isinstance(reason, supervisors.Crash)
+        # The exit is handled as any other: a transient child is restarted (and fails again
+        # until the intensity gives up: PLENTY allows 100, so look at the first restart).
+        await eventually_starts(journal, "w", 2)
+        await stop(sup)
+
+    run(main())
+
+
+def test_many_children_that_do_not_wait_start_in_one_turn_each(run: Any) -> None:
+    async def main() -> None:
+        journal = Journal()
+        sharded = ShardedSupervisor.start(4, intensity=PLENTY)
+        pending = [start_sharded_child(sharded, f"k{i}", _no_wait(worker(f"k{i}", journal)))
+                   for i in range(200)]  # all in flight at once, nothing awaited yet
+        refs = [await p for p in pending]
+        assert len(set(refs)) == 200
+        counts = [(await count_children(s)).active
+                  for s in (await children_of(sharded)).values()]
+        assert sum(counts) == 200
+        await stop(sharded)
+        assert sorted(journal.of("stop")) == sorted(f"k{i}" for i in range(200))
+
+    run(main())
+
+
+async def eventually_starts(journal: Journal, name: str, times: int) -> None:
+    while journal.starts(name) < times:
+        await asyncio.sleep(0)

@@ -30,14 +30,6 @@ def test_unknown_protocol_level_gets_0x01_and_is_closed(raw: Raw) -> None:
     r.expect_closed()
 
 
-def test_mqtt5_is_not_served_yet_and_gets_0x84(raw: Raw) -> None:
-    r = raw(level=5)
-    r.send(Connect("MQTT", 5, "v5", True, 60))
-    packet = r.recv()
-    assert isinstance(packet, ConnAck) and packet.reason_code == 0x84
-    r.expect_closed()
-
-
 @pytest.mark.parametrize(("client_id", "code"), [
     ("x" * 23, 0),
     ("x" * 24, 0x02),   # MQTT 3.1: 1 to 23 characters

@@ -106,7 +106,8 @@ def test_serve_fails_with_status_1_when_the_port_is_taken(tmp_path: Path,
     first = Serve(tmp_path, "--port", "0")
     serve.append(first)
     port = first.wait_for(r"listening on 127\.0\.0\.1:(\d+)").group(1)
-    second = Serve(tmp_path, "--port", port)
+    (tmp_path / "second").mkdir()  # its own data dir: the first one holds the commit log's lock
+    second = Serve(tmp_path / "second", "--port", port)
     serve.append(second)
     assert second.proc.wait(20) == 1
     second.wait_for(r"failed to start: .*[Aa]ddress already in use", timeout=5)

@@ -36,9 +36,13 @@ def test_no_will_after_disconnect(client: Clients, broker: RunningBroker) -> Non
     assert watcher.expect().payload == b"marker"
 
 
-def test_will_retain_and_qos_are_honoured(client: Clients) -> None:
+def test_will_retain_and_qos_are_honoured(client: Clients, broker: RunningBroker) -> None:
     doomed = client("wr-doomed", will=("will/retained", b"last words", 2, True))
+    retained = broker.metrics()["retained"]
     doomed.drop()
+    # The Will is published when the broker handles the lost connection: wait until it is
+    # retained, else "late" may subscribe first and get it live (RETAIN=0).
+    broker.wait_until(lambda m: m["retained"] > retained)
     late = client("wr-late")
     late.subscribe("will/retained", 2)
     message = late.expect()

@@ -142,7 +142,9 @@ def test_v5_auth_passes_before_connack_other_packets_do_not(run) -> None:
             assert port.packets == [Auth(0x19, props)]
             await client.send(Publish("t", b"x"))
             got = await client.until_closed()
-            assert got == [ConnAck(False, 0x82)]  # [MQTT-3.1.2-30]
+            assert got == [ConnAck(False, 0x82, Properties(  # [MQTT-3.1.2-30], with a Reason String
+                reason_string="[MQTT-3.1.2-30] PUBLISH before the server accepted the CONNECT"
+                              " (only AUTH or DISCONNECT until CONNACK)"))]
             await port.wait_until(lambda: port.lost)
             assert "[MQTT-3.1.2-30]" in port.lost[0].reason and not port.lost[0].graceful
     run(scenario())

@@ -1,0 +1,389 @@
+"""Actors layer: what a session actor does for the commit log. Stdlib, pykka, codec, session, durable, persistence.
+
+One :class:`SessionDurability` per session actor when storage is on (modes
+fsync and os); the actor calls it at a few seams and it never blocks:
+
+* **Journal.** :meth:`intercept` sees the core's effects before the actor
+  carries them out and derives records (``actorbroker.durable.journal``):
+  a ``Publish`` per accepted QoS 1/2 message, the session events and, for
+  durable sessions, the delivery state. Records of a read's packets, a
+  CONNECT, a connection loss or a SUBACK are stashed by the actor before.
+* **Held output** (:mod:`.held`). When records must be stored first, the
+  effects are held under a token and one ``Append`` goes to the storage
+  actor; ``Durable`` releases them in order (logged messages routed with
+  their offsets, then the acks); ``NotDurable`` refuses the publishes. Later
+  effects queue behind. A durable session's refused state records are sent
+  again with exponential backoff.
+* **Resumed queue** (:mod:`.resumed_queue`) and **hibernation** (:meth:`settle`,
+  actors/keeper.py).
+
+What is held for what: docs/storage.md, "Durable sessions".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from actorbroker.codec import Connect, Packet, Subscription
+from actorbroker.durable import OffsetQueue
+from actorbroker.durable.journal import (
+    ack_records,
+    connected_record,
+    publish_record,
+    queued_records,
+    sent_records,
+    subscribed_records,
+    will_record,
+)
+from actorbroker.persistence.records import (
+    DisconnectCause,
+    Publish,
+    Record,
+    SessionDisconnected,
+    SessionDropped,
+    SessionExpired,
+    Unsubscribed,
+    WillSent,
+)
+from actorbroker.session import (
+    AppMessage,
+    Dropped,
+    Effect,
+    EndSession,
+    HandBackShared,
+    PublishWill,
+    RequestSubscribe,
+    RequestUnsubscribe,
+    Route,
+    Send,
+    SessionState,
+)
+from actorbroker.session.backoff import Backoff, BackoffPolicy
+
+from .durable_messages import (
+    Append,
+    Durable,
+    Fetched,
+    NotDurable,
+    RetryJournal,
+    SessionLoad,
+)
+from .held import STOP, UNHELD, Held, expiry_of, now_us
+from .resumed_queue import ResumedQueue
+
+__all__ = ["DurabilitySettings", "RetryJournal", "SessionDurability"]
+
+log = logging.getLogger("actorbroker.session")
+
+
+@dataclass(frozen=True, slots=True)
+class DurabilitySettings:
+    """How sessions use the commit log (see :class:`SessionDurability`)."""
+
+    retry: BackoffPolicy = dataclasses.field(default_factory=lambda: BackoffPolicy(0.1, 2.0, 10.0))
+    max_queued_messages: int = 1000
+    max_queued_bytes: int = 0
+    hibernate: bool = True
+
+
+class SessionDurability:
+    """Journal, held output, refusals and the resumed queue of one session actor."""
+
+    def __init__(self, actor: Any, node: Any, settings: DurabilitySettings) -> None:
+        self._actor = actor
+        self._node = node
+        self._cid: str = actor.client_id
+        self.settings = settings
+        self.durable = False
+        self.hibernated = False
+        self.releasing = False
+        self.resumed = ResumedQueue(actor, node, self)
+        self._gate: deque[Held] = deque()
+        self._tokens = 0
+        self._stash: list[Record] = []
+        self._asked: dict[int, deque[tuple[tuple[Subscription, ...], int | None]]] = {}
+        self._retry: list[Record] = []
+        self._retry_backoff = Backoff(settings.retry)
+        self._retry_armed = False
+
+    @property
+    def idle(self) -> bool:
+        """Nothing held, fetched or waiting to be stored again."""
+        return not self._gate and not self.resumed.fetching and not self._retry
+
+    def _storage(self) -> Any:
+        return self._node.refs.storage
+
+    # -- stashing records of what the actor saw ------------------------------------
+
+    def read(self, packets: tuple[Packet, ...]) -> None:
+        """A read from the client: the acknowledgements' records (durable sessions)."""
+        if not self.durable:
+            return
+        ts = now_us()
+        for packet in packets:
+            record = ack_records(self._cid, packet, ts)
+            if record is not None:
+                self._stash.append(record)
+
+    def attached(self, connect: Connect, core: Any, peer: str, now: float) -> None:
+        """``core.attach`` ran for ``connect``: the SessionConnected (and WillSet) to store."""
+        was_durable = self.durable
+        seconds = 0 if connect.protocol_level != 5 and connect.clean_start else expiry_of(core)
+        self.durable = seconds > 0
+        if connect.clean_start:
+            self.resumed.discard()
+        ts = now_us()
+        present = was_durable and not connect.clean_start
+        self._stash.append(connected_record(self._cid, connect, expiry=seconds, present=present,
+                                            peer=peer, ts=ts))
+        will = connect.will
+        if will is not None:
+            delay = will.properties.will_delay_interval or 0
+            self._stash.append(will_record(self._cid, will, delay, ts))
+
+    def detached(self, core: Any, reason: str, cause: int) -> None:
+        """``core.detach`` ran: the SessionDisconnected to store."""
+        seconds = (expiry_of(core) if self.durable and core.state is SessionState.DISCONNECTED
+                   else 0)
+        self._stash.append(SessionDisconnected(self._cid, cause, 0, seconds, reason[:500],
+                                               timestamp_us=now_us()))
+        if seconds == 0:
+            self.durable = False
+
+    def subscribed(self, packet_id: int, results: tuple[int, ...] | None) -> None:
+        """The registry granted SUBSCRIBE ``packet_id``: the Subscribed records."""
+        asked = self._asked.get(packet_id)
+        if not asked:
+            return
+        subs, sub_id = asked.popleft()
+        if not asked:
+            del self._asked[packet_id]
+        if results is None:
+            granted = list(subs)
+        else:
+            granted = [dataclasses.replace(sub, qos=code) for sub, code in zip(subs, results)
+                       if code < 0x80]
+        self._stash.extend(subscribed_records(self._cid, granted, now_us(), sub_id or 0))
+
+    # -- the core's effects ------------------------------------------------------------
+
+    def intercept(self, effects: list[Effect]) -> list[Effect]:
+        """The effects to carry out now; the rest is held until its records are stored."""
+        if self.releasing:
+            return effects
+        ts = now_us()
+        cid, durable = self._cid, self.durable
+        records: list[Record] = []
+        routes: list[tuple[int, int]] = []
+        state: list[Record] = []
+        for index, effect in enumerate(effects):
+            kind = type(effect)
+            if kind is Route:
+                assert isinstance(effect, Route)
+                message = effect.message
+                if message.qos and message.log_offset < 0:
+                    routes.append((index, len(records)))
+                    records.append(publish_record(
+                        message, None if effect.ack is None else effect.ack.packet_id, ts))
+            elif kind is Send:
+                if durable:
+                    assert isinstance(effect, Send)
+                    state += sent_records(cid, effect.packets, self._flights, ts)
+            elif kind is PublishWill:
+                assert isinstance(effect, PublishWill)
+                message = effect.message
+                if message.qos and message.log_offset < 0:
+                    routes.append((index, len(records)))
+                    records.append(publish_record(message, None, ts))
+                state.append(WillSent(cid, message.topic, timestamp_us=ts))
+            elif kind is Dropped:
+                assert isinstance(effect, Dropped)
+                if durable and effect.qos and effect.message.log_offset >= 0:
+                    state.append(SessionDropped(cid, effect.message.log_offset,
+                                                effect.reason.value, timestamp_us=ts))
+            elif kind is HandBackShared:  # MQTT 5: no longer this session's (queued or in flight)
+                assert isinstance(effect, HandBackShared)
+                if durable:
+                    state += [SessionDropped(cid, d.message.log_offset, "shared_handed_back",
+                                             timestamp_us=ts)
+                              for d in effect.deliveries if d.message.log_offset >= 0]
+            elif kind is RequestSubscribe:
+                assert isinstance(effect, RequestSubscribe)
+                self._asked.setdefault(effect.packet_id, deque()).append(
+                    (effect.subscriptions, effect.subscription_id))
+            elif kind is RequestUnsubscribe:
+                assert isinstance(effect, RequestUnsubscribe)
+                if effect.packet_id is not None:
+                    state += [Unsubscribed(cid, f, timestamp_us=ts) for f in effect.topic_filters]
+            elif kind is EndSession:
+                state.append(SessionExpired(cid, timestamp_us=ts))
+        state = self._stash + state
+        self._stash = []
+        records += state
+        hold = bool(routes) or (durable and any(type(r) not in UNHELD for r in state))
+        if not hold:
+            if records:
+                self._tell_storage(records, None, 0)  # history for the pipeline only
+            if self._gate:
+                self._gate.append(Held(None, self._ending(effects), self._actor.connection))
+                return []
+            return effects
+        if self._retry:
+            shift = len(self._retry)
+            records = self._retry + records
+            routes = [(i, r + shift) for i, r in routes]
+            self._retry = []
+        self._tokens += 1
+        self._gate.append(Held(self._tokens, self._ending(effects), self._actor.connection,
+                                routes, records))
+        self._tell_storage(records, self._actor.actor_ref, self._tokens)
+        return []
+
+    def _ending(self, effects: list[Effect]) -> list[Any]:
+        """``effects`` to hold; an EndSession among them takes effect now.
+
+        The session is over: the registry drops its subscriptions and its
+        name goes at once, so a new CONNECT of the client id starts a new
+        session instead of reaching this one while its last effects wait.
+        """
+        held: list[Any] = list(effects)
+        for index, effect in enumerate(held):
+            if type(effect) is EndSession:
+                self._actor.end_now()
+                held[index] = STOP
+        return held
+
+    def _flights(self) -> Any:
+        return self._actor.core.inflight
+
+    def _tell_storage(self, records: list[Record], reply_to: Any, token: int) -> None:
+        storage = self._storage()
+        if storage is None:
+            raise RuntimeError("the storage actor is not running")
+        storage.tell(Append(tuple(records), reply_to, token))
+
+    # -- answers from the storage actor ----------------------------------------------------
+
+    def on_reply(self, message: Durable | NotDurable | Fetched) -> None:
+        """Release (or refuse) what waited for ``message.token``; feed fetched messages."""
+        if type(message) is Fetched:
+            assert isinstance(message, Fetched)
+            self.resumed.fetched(message)
+            self.settle()
+            return
+        held = next((h for h in self._gate if h.token == message.token), None)
+        if held is None:
+            return
+        if type(message) is Durable:
+            assert isinstance(message, Durable)
+            self._stored(held, message.offsets)
+        else:
+            assert isinstance(message, NotDurable)
+            self._refused(held, message.reason_code, message.reason)
+        held.done = True
+        while self._gate and (self._gate[0].done or self._gate[0].token is None):
+            self._release(self._gate.popleft())
+        self.settle()
+
+    def _stored(self, held: Held, offsets: tuple[int, ...]) -> None:
+        if not any(isinstance(r, Publish) for r in held.records) and held.records:
+            self._retry_backoff.reset()
+        held.stored(offsets)
+
+    def _refused(self, held: Held, code: int, reason: str) -> None:
+        count = held.refuse(self._actor.core, code, reason)
+        log.warning("client %r: %d publish(es) refused, the commit log cannot store them (%s)",
+                    self._cid, count, reason)
+        if self.durable:
+            kept = [r for r in held.records if not isinstance(r, Publish)]
+            if kept:
+                self._retry = kept + self._retry
+                self._arm_retry()
+
+    def _release(self, held: Held) -> None:
+        self.releasing = True
+        try:
+            held.release(self._actor)
+        finally:
+            self.releasing = False
+
+    def when_released(self, callback: Any) -> None:
+        """Call ``callback()`` once everything held so far is carried out (now if nothing is)."""
+        if self._gate:
+            self._gate[-1].then.append(callback)
+        else:
+            callback()
+
+    # -- records the storage refused: again, with backoff ---------------------------------
+
+    def _arm_retry(self) -> None:
+        if self._retry_armed:
+            return
+        self._retry_armed = True
+        self._actor.call_later(self._retry_backoff.next(), RetryJournal())
+
+    def retry(self) -> None:
+        """The retry timer fired: send the kept records again (behind anything held)."""
+        self._retry_armed = False
+        if not self._retry or self._storage() is None:
+            return
+        records, self._retry = self._retry, []
+        self._tokens += 1
+        self._gate.append(Held(self._tokens, [], self._actor.connection, [], records))
+        self._tell_storage(records, self._actor.actor_ref, self._tokens)
+
+    # -- the resumed queue (resumed_queue.py) ------------------------------------------
+
+    def restored(self, load: SessionLoad) -> None:
+        """The actor restored ``load``: keep its queue, note an unfinished connection."""
+        self.durable = True
+        self.resumed.restored(load)
+        if load.connected:  # its actor died with the connection: journal the end of it
+            self._stash.append(SessionDisconnected(
+                self._cid, DisconnectCause.UNKNOWN, 0, load.expiry, "session restarted",
+                timestamp_us=now_us()))
+
+    @property
+    def spool(self) -> OffsetQueue | None:
+        """The resumed queue still to fetch (None when there is none)."""
+        return self.resumed.spool
+
+    def admit(self, messages: tuple[AppMessage, ...], qos: int) -> tuple[AppMessage, ...]:
+        """Of a Deliver, what goes to the core now (see :class:`ResumedQueue`)."""
+        if self.hibernated:
+            qos0 = sum(1 for m in messages if not min(m.qos, qos))
+            if qos0:
+                self._node.metrics.drop("offline_qos0", qos0, client_id=self._cid,
+                                        topic=messages[0].topic)
+            return ()
+        return self.resumed.admit(messages, qos)
+
+    def pump(self) -> None:
+        """Fetch the next chunk of the resumed queue when the core's queue runs short."""
+        self.resumed.pump()
+
+    def dropped(self, offset: int, reason: str) -> None:
+        """A logged message was dropped before reaching the core: tell the log."""
+        if self.durable:
+            self._tell_storage([SessionDropped(self._cid, offset, reason, timestamp_us=now_us())],
+                               None, 0)
+
+    # -- going to sleep -------------------------------------------------------------------
+
+    def settle(self) -> None:
+        """Hibernate a durable session left without a connection once nothing is pending."""
+        actor = self._actor
+        if (not self.settings.hibernate or not self.durable or self.hibernated
+                or actor.core.state is not SessionState.DISCONNECTED or not self.idle
+                or not actor.may_hibernate()):
+            return
+        keep = queued_records(self._cid, actor.core.queued, now_us())
+        if keep:
+            self._tell_storage(keep, None, 0)
+        self.hibernated = True
+        actor.hibernate()

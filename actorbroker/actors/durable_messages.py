@@ -1,0 +1,192 @@
+"""Actors layer: the messages to and from the storage actor and the session keeper. Stdlib, pykka, codec, session, durable, persistence.
+
+Who tells whom::
+
+    session  -> storage   Append(records, reply_to, token)    group commit
+    storage  -> session   Durable(token, offsets) | NotDurable(token, code, reason)
+    session  -> storage   Fetch(offsets, reply_to, token)     payloads of a resumed queue
+    storage  -> session   Fetched(token, messages)
+    session  => storage   LoadSession(client_id)              (ask, from on_start) -> SessionLoad
+    registry => storage   LoadRouting()                       (ask, from on_start) -> RoutingLoad
+    keeper   => storage   LoadOffline()                       (ask, from on_start)
+    keeper   -> storage   Tick()                              retention, checkpoints, probing
+    storage  -> keeper    OfflineDropped(client_id, reason, topic)
+    session  -> keeper    Hibernated(client_id, expiry)
+    session  -> itself    RetryJournal                        records refused, sent again
+
+The storage actor is a thread actor: tells from the loop cost a queue put,
+its answers come back as tells (or as the LoopFuture of an ask, awaited on
+the loop). It never asks anyone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from actorbroker.codec import Subscription, Will
+from actorbroker.durable import OffsetQueue
+from actorbroker.persistence.records import Record
+from actorbroker.session import AppMessage
+
+__all__ = [
+    "Append",
+    "Durable",
+    "Fetch",
+    "Fetched",
+    "Hibernated",
+    "LoadOffline",
+    "LoadRouting",
+    "LoadSession",
+    "NotDurable",
+    "OfflineDropped",
+    "OfflineSession",
+    "RestoredFlight",
+    "RetryJournal",
+    "RoutingLoad",
+    "SessionLoad",
+    "StorageStatus",
+    "Tick",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Append:
+    """Append ``records`` in one group commit; tell ``reply_to`` (if any) the outcome with ``token``."""
+
+    records: tuple[Record, ...]
+    reply_to: Any
+    token: int
+
+
+@dataclass(frozen=True, slots=True)
+class Durable:
+    """The records of ``token`` are stored (mode fsync: on disk); their offsets, in order."""
+
+    token: int
+    offsets: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class NotDurable:
+    """The records of ``token`` could not be stored: ``reason_code`` 0x97 (disk full) or 0x80."""
+
+    token: int
+    reason_code: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Fetch:
+    """Read back the messages logged at ``offsets``; answer :class:`Fetched` with ``token``."""
+
+    offsets: tuple[int, ...]
+    reply_to: Any
+    token: int
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    """The messages of a :class:`Fetch`, in its order (None: gone from the log)."""
+
+    token: int
+    messages: tuple[AppMessage | None, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LoadSession:
+    """Ask: the durable state of ``client_id`` (a :class:`SessionLoad`, or None)."""
+
+    client_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class RestoredFlight:
+    """An outbound QoS 1/2 flow to resume: PUBLISH again with DUP, or PUBREL when ``released``."""
+
+    packet_id: int
+    message: AppMessage | None
+    qos: int
+    retain: bool
+    released: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLoad:
+    """What the log holds of one durable session; ``queue`` is a private copy.
+
+    ``position``: the log offset the state was folded up to. A logged
+    message below it that is still on its way to the session is in the
+    queue already (or was never for it).
+    """
+
+    client_id: str
+    level: int
+    expiry: int
+    connected: bool
+    subscriptions: tuple[Subscription, ...]
+    will: Will | None
+    inbound_qos2: tuple[int, ...]
+    flights: tuple[RestoredFlight, ...]
+    queue: OffsetQueue
+    position: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class LoadRouting:
+    """Ask: every durable subscription and retained message (a :class:`RoutingLoad`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RoutingLoad:
+    """Per durable client: (client id, protocol level, ((subscription, its MQTT 5
+    Subscription Identifier or 0), ...)); and the retained messages."""
+
+    subscriptions: tuple[tuple[str, int, tuple[tuple[Subscription, int], ...]], ...]
+    retained: tuple[AppMessage, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OfflineSession:
+    """A durable session without a connection: its expiry, and since when it is offline."""
+
+    client_id: str
+    expiry: int
+    since: float  # seconds since the epoch
+
+
+@dataclass(frozen=True, slots=True)
+class LoadOffline:
+    """Ask: every offline durable session (a tuple of :class:`OfflineSession`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    """Periodic work of the storage actor: retention, checkpoints, probing after a failure."""
+
+
+@dataclass(frozen=True, slots=True)
+class StorageStatus:
+    """Ask: a dict of the storage actor's figures (tests, $SYS)."""
+
+
+@dataclass(frozen=True, slots=True)
+class OfflineDropped:
+    """A message for offline ``client_id`` was dropped by the queue limits (count it)."""
+
+    client_id: str
+    reason: str
+    topic: str
+
+
+@dataclass(frozen=True, slots=True)
+class RetryJournal:
+    """A session's own timer: send the journal records the storage refused again."""
+
+
+@dataclass(frozen=True, slots=True)
+class Hibernated:
+    """Durable session ``client_id`` went offline and its actor stopped; ``expiry`` in seconds."""
+
+    client_id: str
+    expiry: int

@@ -1,0 +1,153 @@
+"""Actors layer: a session's effects held until the commit log stored their records. Stdlib, codec, session, persistence.
+
+:class:`Held` is one entry of a session's gate (actors/durability.py): the
+effects of one core call, the records told to the storage actor for them
+under ``token`` (None: nothing of its own, only behind earlier entries), and
+the connection they were made for. When the answer comes:
+
+* :meth:`Held.stored` gives each logged message its log offset (routes and
+  Wills are then carried out with it, so subscribers can journal it);
+* :meth:`Held.refuse` turns the publishes into refusals: MQTT 5 gets
+  PUBACK/PUBREC with the reason code and a Reason String, MQTT 3.x gets no
+  acknowledgement and a Close (it resends after reconnecting,
+  [MQTT-4.4.0-1]); a refused QoS 2 packet id is free again;
+* :meth:`Held.release` carries the effects out through the actor. Packets
+  and closes made for a connection that has since been replaced (a take-
+  over) go to that connection only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from operator import attrgetter
+from typing import Any
+
+from actorbroker.codec import NO_PROPERTIES, PubAck, PubRec, ReasonCode
+from actorbroker.codec.properties import mutable_twin
+from actorbroker.durable import NEVER
+from actorbroker.persistence.records import PubAckReceived, PubCompReceived, Record, SessionDropped
+from actorbroker.session import AppMessage, Close, Effect, PublishWill, Route, Send
+from actorbroker.session.restore import forget_inbound
+
+__all__ = ["STOP", "UNHELD", "Held", "expiry_of", "now_us"]
+
+#: Records whose loss in a crash costs at most a resend the protocol allows (a QoS 1
+#: PUBLISH again, a PUBREL answered anyway): the packets after them need not wait.
+UNHELD = frozenset({PubAckReceived, PubCompReceived, SessionDropped})
+
+
+_MESSAGE_FIELDS = attrgetter(*(f.name for f in dataclasses.fields(AppMessage)))
+_MessageBuilder: Any = mutable_twin(AppMessage)
+
+
+def with_offset(message: AppMessage, offset: int) -> AppMessage:
+    """``message`` with its log offset: ``dataclasses.replace`` without its cost (once per
+    stored message)."""
+    built = _MessageBuilder(*_MESSAGE_FIELDS(message))
+    built.log_offset = offset
+    built.__class__ = AppMessage
+    return built  # type: ignore[no-any-return]
+
+
+def now_us() -> int:
+    """Wall-clock time as records hold it: microseconds since the epoch."""
+    return int(time.time() * 1e6)
+
+
+def expiry_of(core: Any) -> int:
+    """The core's Session Expiry Interval in force, as a record holds it (0xFFFFFFFF: never)."""
+    expiry = core.session_expiry
+    return NEVER if expiry is None else min(NEVER, int(expiry))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Stop:
+    """In held effects in place of EndSession: the session ended already, stop the actor."""
+
+
+#: The marker that stops the actor once the effects before it are carried out.
+STOP = _Stop()
+
+
+class Held:
+    """Effects waiting for ``token``, for connection ``conn`` (see the module doc)."""
+
+    __slots__ = ("conn", "done", "effects", "records", "routes", "then", "token")
+
+    def __init__(self, token: int | None, effects: list[Any], conn: Any,
+                 routes: list[tuple[int, int]] | None = None,
+                 records: list[Record] | None = None) -> None:
+        self.token = token
+        self.effects = effects
+        self.conn = conn
+        self.routes = routes or []  # (effect index, record index) of each logged message
+        self.records = records or []
+        self.done = False
+        self.then: list[Any] = []  # callbacks once released
+
+    def stored(self, offsets: tuple[int, ...]) -> None:
+        """The records are stored at ``offsets``: each logged message gets its own."""
+        effects = self.effects
+        for index, at in self.routes:
+            effect = effects[index]
+            if isinstance(effect, Route):
+                effects[index] = Route(with_offset(effect.message, offsets[at]), effect.ack)
+            elif isinstance(effect, PublishWill):
+                effects[index] = PublishWill(with_offset(effect.message, offsets[at]))
+
+    def refuse(self, core: Any, code: int, reason: str) -> int:
+        """The records could not be stored: refuse the publishes; return how many."""
+        effects = self.effects
+        close = False
+        refused = 0
+        for index, _ in self.routes:
+            effect = effects[index]
+            if not isinstance(effect, Route) or effect.ack is None:
+                continue  # a Will: published all the same, without durability
+            refused += 1
+            ack = effect.ack
+            if effect.message.qos == 2:
+                forget_inbound(core, ack.packet_id)
+            if core.protocol_level == 5:
+                link = getattr(core, "_link", None)
+                text = f"not stored: {reason}"
+                props = link.reason(text) if link is not None else NO_PROPERTIES
+                refusal: PubAck | PubRec = type(ack)(ack.packet_id, code, props)
+                effects[index] = Send((refusal,))
+            else:
+                effects[index] = Send(())
+                close = True
+        if close:
+            effects.append(Close(ReasonCode(code) if code in (0x97, 0x80) else
+                                 ReasonCode.UNSPECIFIED_ERROR,
+                                 f"QoS 1/2 PUBLISH not stored ({reason}); closed without PUBACK "
+                                 "so that the client sends it again after reconnecting "
+                                 "[MQTT-4.4.0-1]"))
+        return refused
+
+    def release(self, actor: Any) -> None:
+        """Carry the effects out (``actor.run_effects``), then the callbacks; stop if ended."""
+        effects = self.effects
+        conn = self.conn
+        if conn is not actor.connection:
+            rest: list[Effect] = []
+            for effect in effects:
+                if isinstance(effect, Send):
+                    if conn is not None and effect.packets:
+                        conn.send(effect.packets)
+                elif isinstance(effect, Close):
+                    if conn is not None:
+                        conn.close(None, effect.reason)
+                else:
+                    rest.append(effect)
+            effects = rest
+        stop = any(isinstance(e, _Stop) for e in effects)
+        if stop:
+            effects = [e for e in effects if not isinstance(e, _Stop)]
+        if effects:
+            actor.run_effects(effects)
+        for callback in self.then:
+            callback()
+        if stop:
+            actor.stop()

@@ -1,0 +1,125 @@
+"""Actors layer: the queue a durable session got back from the log, fetched as the client keeps up. Stdlib, pykka, session, durable.
+
+When a session actor loads a durable session (after a restart, or out of
+hibernation), its queued messages come as log offsets (an
+:class:`~actorbroker.durable.OffsetQueue`, the *spool*): RAM holds 17 bytes
+a message, the payloads stay in the log. Once the client is attached,
+:meth:`ResumedQueue.pump` asks the storage actor for the next 64 payloads
+whenever the core's own queue is shorter than 32, and feeds them to the
+core in order (which sends what the inflight window takes and queues the
+rest). While the spool is not empty, a logged message that arrives live
+joins it at the end, within the session's queue limits, so that order is
+kept; QoS 0 and unlogged messages go to the core at once (order across QoS
+levels is not required, [MQTT-4.6.0-6] is per QoS).
+
+A logged message with an offset below the position the state was loaded
+at, still on its way when the session loaded, is in the spool already (the
+fold queued it when its ``Publish`` was stored): it is skipped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from actorbroker.durable import Entry, OffsetQueue
+from actorbroker.session import AppMessage, Effect, SessionState
+
+from .durable_messages import Fetch, Fetched, SessionLoad
+
+__all__ = ["ResumedQueue"]
+
+#: Messages fetched from the log per round trip, and the core queue length that asks for more.
+CHUNK = 64
+LOW = 32
+
+
+class ResumedQueue:
+    """The spool of one session actor (see the module doc)."""
+
+    __slots__ = ("_actor", "_durability", "_fetching", "_node", "_tokens", "horizon", "spool")
+
+    def __init__(self, actor: Any, node: Any, durability: Any) -> None:
+        self._actor = actor
+        self._node = node
+        self._durability = durability  # SessionDurability: dropped(offset, reason)
+        self.spool: OffsetQueue | None = None
+        self.horizon = 0  # offsets below it came with the loaded state
+        self._fetching: tuple[int, list[Entry]] | None = None
+        self._tokens = 0
+
+    @property
+    def fetching(self) -> bool:
+        return self._fetching is not None
+
+    def restored(self, load: SessionLoad) -> None:
+        self.horizon = load.position
+        if load.queue:
+            self.spool = load.queue
+
+    def discard(self) -> None:
+        """The session state was discarded (clean start): the spool goes, counted."""
+        if self.spool:
+            self._node.metrics.drop("session_ended", len(self.spool),
+                                    client_id=self._actor.client_id)
+        self.spool = None
+
+    def admit(self, messages: tuple[AppMessage, ...], qos: int) -> tuple[AppMessage, ...]:
+        """Of a Deliver, what goes to the core now; logged messages join a non-empty spool."""
+        spool, horizon = self.spool, self.horizon
+        if spool is None and not horizon:
+            return messages
+        now: list[AppMessage] = []
+        settings = self._durability.settings
+        limit, limit_bytes = settings.max_queued_messages, settings.max_queued_bytes
+        for message in messages:
+            delivery_qos = min(message.qos, qos)
+            if delivery_qos and 0 <= message.log_offset < horizon:
+                continue  # routed before the state was loaded: the loaded queue has it
+            if spool is None or not delivery_qos or message.log_offset < 0:
+                now.append(message)
+            elif (limit and len(spool) >= limit) or (
+                    limit_bytes and spool.bytes + message.size > limit_bytes):
+                self._node.metrics.drop("queue_full", client_id=self._actor.client_id,
+                                        topic=message.topic)
+                self._durability.dropped(message.log_offset, "queue_full")
+            else:
+                spool.append(Entry(message.log_offset, delivery_qos, False, message.size))
+        return tuple(now)
+
+    def pump(self) -> None:
+        """Fetch the next chunk of the spool when the core's queue runs short."""
+        spool, core = self.spool, self._actor.core
+        if spool is None or self._fetching is not None or not core.attached:
+            return
+        if not spool:
+            self.spool = None
+            return
+        if len(core.queued) >= LOW:
+            return
+        entries = [spool.pop() for _ in range(min(CHUNK, len(spool)))]
+        self._tokens += 1
+        self._fetching = (self._tokens, entries)
+        self._node.refs.storage.tell(Fetch(tuple(e.offset for e in entries),
+                                           self._actor.actor_ref, self._tokens))
+
+    def fetched(self, message: Fetched) -> None:
+        """The storage actor read a chunk back: feed it to the core, then ask for more."""
+        fetching, self._fetching = self._fetching, None
+        if fetching is None or fetching[0] != message.token:
+            return
+        actor = self._actor
+        core, now = actor.core, actor.now()
+        effects: list[Effect] = []
+        for entry, found in zip(fetching[1], message.messages):
+            if found is None:  # its segment was lost (quarantined, deleted by hand)
+                self._node.metrics.drop("unreadable", client_id=actor.client_id)
+                self._durability.dropped(entry.offset, "unreadable")
+                continue
+            if core.state is SessionState.ENDED:
+                break
+            effects += core.deliver(found, entry.qos, now, retain=entry.retain)
+        if effects:
+            actor.run_effects(effects)
+        if self.spool is not None and not self.spool and self._fetching is None:
+            self.spool = None
+        self.pump()

@@ -1,0 +1,171 @@
+"""Actors layer: the commit log half of SessionActor, as a mixin. Stdlib, pykka, session, durable.
+
+Kept apart from :mod:`.session` so that its hot path reads as before; the
+actor calls these at a few seams (see :mod:`.durability` for what happens
+there) when the node has a storage actor (durability fsync or os), and
+:class:`~.durability.SessionDurability` calls back through the small
+interface below (``connection``, ``run_effects``, ``now``, ``call_later``,
+``may_hibernate``, ``hibernate``).
+
+Start: a session actor started for a client id the log knows as durable
+(after a broker restart, a crash of its actor, or a hibernation) takes its
+state back from the storage actor: subscriptions (from the registry, as
+any restarted session), the outbound flows in flight with their packet
+ids and stages, the inbound QoS 2 packet ids, and its queue as log
+offsets. The client's next CONNECT with Clean Session 0 resumes all of it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from pykka import ActorDeadError
+
+from actorbroker.codec import Subscription
+from actorbroker.durable import NEVER
+from actorbroker.persistence.records import DisconnectCause
+from actorbroker.session import EXPIRY_TIMER, AppMessage, Delivery, Effect, SessionCore
+from actorbroker.session.restore import restore_flows
+
+from .durability import SessionDurability
+from .durable_messages import Durable, Fetched, Hibernated, LoadSession, NotDurable, SessionLoad
+from .keeper import Sleeping
+from .messages import SessionEnded
+from .node import Node
+
+__all__ = ["DURABLE_MESSAGES", "DurableSession", "disconnect_cause"]
+
+log = logging.getLogger("actorbroker.session")
+
+DURABLE_MESSAGES = (Durable, NotDurable, Fetched)
+
+
+def disconnect_cause(reason: str, *, client_sent_disconnect: bool) -> int:
+    """The ``DisconnectCause`` of a connection that ended for ``reason`` (a log line)."""
+    if client_sent_disconnect or "client sent DISCONNECT" in reason:
+        return DisconnectCause.CLIENT_DISCONNECT
+    text = reason.lower()
+    for words, cause in (("keepalive", DisconnectCause.KEEPALIVE_TIMEOUT),
+                         ("taken over", DisconnectCause.TAKEN_OVER),
+                         ("shutting down", DisconnectCause.SERVER_SHUTDOWN),
+                         ("[mqtt-", DisconnectCause.PROTOCOL_ERROR),
+                         ("not authorized", DisconnectCause.NOT_AUTHORIZED)):
+        if words in text:
+            return cause
+    return DisconnectCause.CONNECTION_LOST
+
+
+class DurableSession:
+    """What SessionActor does for the commit log (see the module doc)."""
+
+    client_id: str
+    _node: Node
+    _core: SessionCore
+    _conn: Any
+    _timers: dict[str, Any]
+    _retired: bool
+    _restarted: bool
+    _durability: SessionDurability | None
+
+    if TYPE_CHECKING:
+        actor_ref: Any
+
+        def _run(self, effects: list[Effect]) -> None: ...
+
+        def _now(self) -> float: ...
+
+        def _retire(self) -> None: ...
+
+    def _durable_init(self, node: Node) -> None:
+        settings = node.durability
+        self._durability = (SessionDurability(self, node, settings)
+                            if settings is not None and node.refs.storage is not None else None)
+
+    async def _durable_start(self, subscriptions: tuple[Subscription, ...]) -> bool:
+        """Take back the durable state the log holds; True if there was one.
+
+        ``subscriptions`` are the registry's (it routes by them); the log's
+        serve when the registry has none.
+        """
+        durability = self._durability
+        storage = self._node.refs.storage
+        if durability is None or storage is None:
+            return False
+        woken = self._node.woken
+        if self.client_id in woken:
+            woken.discard(self.client_id)
+        elif not self._restarted:
+            return False  # a new client id: the log has nothing of it (no ask on the way)
+        load: SessionLoad | None = await storage.ask(LoadSession(self.client_id), block=False)
+        if load is None:
+            return False
+        core, now = self._core, self._now()
+        self._run(core.restore(subscriptions or load.subscriptions, now))
+        flights = []
+        for flight in load.flights:
+            message = flight.message or AppMessage("", b"", flight.qos)
+            flights.append((flight.packet_id, Delivery(message, flight.qos, flight.retain),
+                            flight.released))
+        restore_flows(core, flights, load.inbound_qos2)
+        durability.restored(load)
+        log.info("client %r: durable session loaded from the commit log (%d subscription(s), "
+                 "%d in flight, %d queued)", self.client_id, len(load.subscriptions),
+                 len(flights), len(load.queue))
+        if load.connected:
+            self._run([])  # journal the end of the connection its previous actor had
+        if self._restarted:
+            durability.settle()
+        return True
+
+    # -- what SessionDurability calls ------------------------------------------------
+
+    @property
+    def connection(self) -> Any:
+        """The attached connection (None when there is none)."""
+        return self._conn
+
+    def run_effects(self, effects: list[Effect]) -> None:
+        self._run(effects)
+
+    def now(self) -> float:
+        return self._now()
+
+    def call_later(self, delay: float, message: Any) -> None:
+        """Tell this actor ``message`` in ``delay`` seconds."""
+        loop: Any = getattr(self, "actor_loop")  # noqa: B009 (LoopActor's, typed there)
+        loop.call_later(delay, self._tell_later, message)
+
+    def _tell_later(self, message: Any) -> None:
+        try:
+            self.actor_ref.tell(message)
+        except ActorDeadError:
+            pass
+
+    def end_now(self) -> None:
+        """The session ended while effects wait for the log: drop its name and subscriptions now."""
+        self._node.registry().tell(SessionEnded(self.client_id))
+        self._retired = True
+        self._node.names.unregister_session(self.client_id, self.actor_ref)
+
+    def may_hibernate(self) -> bool:
+        """No timer of the core pending but the expiry one (e.g. a delayed Will), and no
+        shared subscription (a group hands messages to a member's actor; the log does not
+        derive them), so the actor can go."""
+        return (not self._retired and all(name == EXPIRY_TIMER for name in self._timers)
+                and not any(f.startswith("$share/") for f in self._core.subscriptions))
+
+    def hibernate(self) -> None:
+        """Hand the name to a placeholder (see actors/keeper.py), tell the keeper, stop."""
+        sleeping: Any = Sleeping(self.client_id, self._node)
+        self._node.names.register_session(self.client_id, sleeping)
+        log.debug("client %r: offline session hibernated", self.client_id)
+        self._retire()
+        expiry = self._core.session_expiry
+        keeper = self._node.refs.keeper
+        if keeper is not None:
+            try:
+                keeper.tell(Hibernated(self.client_id,
+                                       NEVER if expiry is None else min(NEVER, int(expiry))))
+            except ActorDeadError:
+                pass  # the broker is stopping: the next start finds the session in the log

@@ -1,0 +1,50 @@
+"""Auth layer: MQTT 5 enhanced authentication (pluggable methods, SCRAM) and credentials.
+
+Imports the standard library, :mod:`actorbroker.codec` (reason codes) and
+:mod:`actorbroker.errors` only (import-linter checks it). No I/O except
+reading and writing the credentials file.
+
+    from actorbroker.auth import Credentials, authenticators
+    auth = authenticators(Credentials.load("scram.txt"))   # SCRAM-SHA-256/512
+    exchange = Exchange(auth.get("SCRAM-SHA-256"), client_id)
+    outcome = exchange.step(connect.properties.authentication_data)  # Continue/Success/Failure
+
+A new method is any object with a ``method`` name and ``begin(client_id)``
+returning something with ``step(data) -> Outcome`` (:mod:`.exchange`).
+"""
+
+from .credentials import Credentials, authenticators
+from .exchange import (
+    Authenticator,
+    Authenticators,
+    AuthState,
+    Continue,
+    Exchange,
+    Failure,
+    Mechanism,
+    Outcome,
+    PasswordChecker,
+    Success,
+)
+from .scram import MECHANISMS, ScramAuthenticator, ScramClient, ScramError, ScramSecret, derive
+
+__all__ = [
+    "MECHANISMS",
+    "AuthState",
+    "Authenticator",
+    "Authenticators",
+    "Continue",
+    "Credentials",
+    "Exchange",
+    "Failure",
+    "Mechanism",
+    "Outcome",
+    "PasswordChecker",
+    "ScramAuthenticator",
+    "ScramClient",
+    "ScramError",
+    "ScramSecret",
+    "Success",
+    "authenticators",
+    "derive",
+]

@@ -1,0 +1,146 @@
+"""Configuration layer: the [mqtt5] and [auth] sections. Imports the stdlib and actorbroker.errors only.
+
+Declared here rather than in :mod:`.schema` to keep that module small;
+:mod:`.schema` lists them in ``SECTIONS`` and ``Config`` like the others.
+Defaults follow Mosquitto 2 where it has the option (receive maximum 20 as
+its max_inflight_messages, topic alias maximum 10 as its max_topic_alias)
+and EMQX otherwise (round robin shared subscriptions, every MQTT 5 feature
+available).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .checks import check_section
+from .options import option
+
+__all__ = ["AuthConfig", "Mqtt5Config"]
+
+
+@dataclass(frozen=True, slots=True)
+class Mqtt5Config:
+    """MQTT 5 features and the limits MQTT 5 clients are told in CONNACK. The
+    limits shared with MQTT 3 (max_qos, max_keepalive, max_packet_size) are in
+    [limits], retain_available is [retained] enabled."""
+
+    max_session_expiry_interval: int = option(
+        0,
+        minimum=0,
+        maximum=0xFFFFFFFF,
+        zero="no maximum: the client's value stands, 4294967295 (never) included",
+        unit="seconds",
+        help="""Longest Session Expiry Interval kept: a client asking for more
+        is told this one in CONNACK, and its session and queued messages are
+        discarded that long after it disconnects (EMQX's
+        session_expiry_interval caps the same way).""",
+    )
+    receive_maximum: int = option(
+        20,
+        minimum=1,
+        maximum=65535,
+        help="""QoS 1 and 2 messages a client may have sent and not yet had
+        acknowledged, told in CONNACK (Receive Maximum). A client that sends
+        more is disconnected with 0x93, Receive Maximum exceeded.""",
+    )
+    topic_alias_maximum: int = option(
+        10,
+        minimum=0,
+        maximum=65535,
+        zero="clients may not use topic aliases",
+        help="""Highest Topic Alias a client may use when publishing, told in
+        CONNACK; a higher one disconnects it with 0x94, Topic Alias invalid
+        (Mosquitto's max_topic_alias).""",
+    )
+    outbound_topic_aliases: int = option(
+        10,
+        minimum=0,
+        maximum=65535,
+        zero="the broker assigns none",
+        help="""Most Topic Aliases the broker assigns on one connection for the
+        topics it sends to a client, never more than the Topic Alias Maximum
+        the client announced. The first message of a topic carries its name
+        and the alias, later ones the alias only.""",
+    )
+    wildcard_subscriptions: bool = option(
+        True,
+        help="""Whether filters with + or # are accepted. When false, MQTT 5
+        clients are told in CONNACK and such filters are refused in SUBACK
+        (0xA2, MQTT 3: 0x80).""",
+    )
+    subscription_identifiers: bool = option(
+        True,
+        help="""Whether SUBSCRIBE may carry a Subscription Identifier, which then
+        comes back with every message the subscription delivers. When false,
+        clients are told in CONNACK and such SUBSCRIBEs refused (SUBACK 0xA1).""",
+    )
+    shared_subscriptions: bool = option(
+        True,
+        help="""Whether MQTT 5 clients may subscribe to $share/{group}/{filter}
+        (each message to one member of the group). When false, clients are told
+        in CONNACK and such filters refused in SUBACK (0x9E). MQTT 3 clients'
+        $share/... filters are plain filters.""",
+    )
+    shared_subscription_strategy: str = option(
+        "round_robin",
+        choices=("round_robin", "random", "hash_clientid"),
+        help="""How a shared subscription picks the member for each message,
+        among the members that are connected (else among those with a session
+        kept offline): in turn, at random, or by a hash of the publisher's
+        client id (its messages then always go to the same member while it
+        stays), as EMQX's shared_subscription_strategy.""",
+    )
+    response_information_prefix: str = option(
+        "",
+        values="a topic prefix, or empty",
+        help="""When not empty, a client that asks for Response Information in
+        CONNECT gets this prefix followed by its client id, a topic base it may
+        use for responses (request/response, section 4.10). Empty: none given.""",
+    )
+    server_reference: str = option(
+        "",
+        values="host[:port] (any text the clients understand), or empty",
+        help="""Where MQTT 5 clients should connect instead, sent as Server
+        Reference with the redirect reason code. Empty: no redirection, and
+        redirect is ignored.""",
+    )
+    redirect: str = option(
+        "use_another_server",
+        choices=("use_another_server", "server_moved"),
+        help="""Which redirection server_reference means. "use_another_server":
+        when the broker shuts down, connected MQTT 5 clients get DISCONNECT 0x9C
+        with the reference instead of 0x8B. "server_moved": the broker refuses
+        new MQTT 5 clients with CONNACK 0x9D and the reference (MQTT 3 clients
+        with 0x03, server unavailable), and disconnects them with 0x9D when it
+        shuts down.""",
+    )
+
+    def __post_init__(self) -> None:
+        check_section(self, "mqtt5")
+
+
+@dataclass(frozen=True, slots=True)
+class AuthConfig:
+    """Authentication: MQTT 5 enhanced authentication with SCRAM, and whether
+    clients that do not authenticate are let in."""
+
+    scram_credentials_file: str = option(
+        "",
+        values="a path, or empty",
+        help="""File of SCRAM credentials (salted, never plain text; add users with
+        actorbroker passwd FILE USER). With it, MQTT 5 clients may authenticate
+        with the methods SCRAM-SHA-256 and SCRAM-SHA-512 (AUTH exchange,
+        re-authentication included), and clients of every version with a user
+        name and password checked against it. Empty: no enhanced authentication
+        (a client asking for it gets 0x8C, bad authentication method).""",
+    )
+    allow_anonymous: bool = option(
+        True,
+        help="""Whether clients that do not authenticate are accepted. When false,
+        only clients that pass SCRAM or whose user name and password match the
+        credentials file get in; others are refused with 0x87 (MQTT 3: 0x05),
+        as Mosquitto's allow_anonymous false.""",
+    )
+
+    def __post_init__(self) -> None:
+        check_section(self, "auth")

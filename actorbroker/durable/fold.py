@@ -1,0 +1,399 @@
+"""Durability layer: the durable state of the node, folded from commit log records. Stdlib, routing and persistence only.
+
+:class:`DurableState` applies records in log order and holds what a restart
+needs: every durable session (Session Expiry Interval > 0, or Clean Session
+0 at MQTT 3) with its subscriptions, Will, inbound QoS 2 packet ids,
+outbound flows in flight and queue as log offsets
+(:class:`~.queue.OffsetQueue`), and the retained messages as the offsets
+of their records. The storage actor keeps one up to date after each sync;
+recovery folds the log from the latest checkpoint (or a snapshot) into a
+fresh one: the same fold both times.
+
+Queues are *derived*: a QoS 1/2 ``Publish`` is queued at once for every
+durable session whose subscriptions match it (highest granted QoS, No Local
+and Retain As Published honoured, shared subscriptions excepted), so a
+publisher's PUBACK needs only its own record synced. Offline sessions get
+their queue limits applied here (drops reported in :attr:`DurableState.drops`).
+Restated records (a checkpoint) count only when folding starts at their
+``CheckpointStarted``. The record-by-record table is in docs/storage.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from actorbroker.persistence.records import (
+    CheckpointCompleted,
+    CheckpointStarted,
+    OutboundSent,
+    PubAckReceived,
+    PubCompReceived,
+    Publish,
+    PubRecReceived,
+    PubRelReceived,
+    Record,
+    RetainedCleared,
+    RetainedSet,
+    SessionConnected,
+    SessionCursor,
+    SessionDisconnected,
+    SessionDropped,
+    SessionExpired,
+    SessionQueued,
+    Subscribed,
+    Unsubscribed,
+    WillCleared,
+    WillSent,
+    WillSet,
+)
+from actorbroker.routing import FilterTrie, matches
+
+from .queue import Entry, OffsetQueue
+
+__all__ = ["NEVER", "DurableState", "Flight", "FoldPolicy", "SessionImage"]
+
+#: Session Expiry Interval that never runs out.
+NEVER = 0xFFFFFFFF
+_NO_LOCAL = 0x04
+_RETAIN_AS_PUBLISHED = 0x08
+_SHARED = "$share/"
+
+
+@dataclass(frozen=True, slots=True)
+class FoldPolicy:
+    """The queue limits applied to offline sessions (``[limits]``; 0: unlimited)."""
+
+    max_queued_messages: int = 1000
+    max_queued_bytes: int = 0
+
+
+class Flight(NamedTuple):
+    """An outbound QoS 1/2 flow: the message, how it was sent, whether PUBREC came back."""
+
+    offset: int
+    qos: int
+    retain: bool
+    released: bool = False  # PUBREC received: resend PUBREL, never the PUBLISH
+    topic: int = 0
+
+
+class SessionImage:
+    """One durable session as the log tells it (empty parts are None, to save RAM)."""
+
+    __slots__ = ("client_id", "connected", "expiry", "inbound", "inflight", "level", "queue",
+                 "since_us", "subs", "will")
+
+    def __init__(self, client_id: str) -> None:
+        self.client_id = client_id
+        self.level = 4
+        self.expiry = 0
+        self.connected = False
+        self.since_us = 0  # when it went offline, microseconds since the epoch
+        self.subs: dict[str, tuple[int, int]] = {}  # filter -> (options byte, subscription id)
+        self.will: WillSet | None = None
+        self.inbound: set[int] | None = None
+        self.inflight: dict[int, Flight] | None = None
+        self.queue: OffsetQueue | None = None
+
+    def flights(self) -> dict[int, Flight]:
+        if self.inflight is None:
+            self.inflight = {}
+        return self.inflight
+
+    def offsets(self) -> OffsetQueue:
+        if self.queue is None:
+            self.queue = OffsetQueue()
+        return self.queue
+
+    def first_needed(self) -> int | None:
+        """The lowest log offset this session still reads (queue or flight)."""
+        found = [f.offset for f in (self.inflight or {}).values()]
+        head = None if self.queue is None else self.queue.first_offset()
+        if head is not None:
+            found.append(head)
+        return min(found) if found else None
+
+
+class DurableState:
+    """Durable sessions and retained offsets, folded from records (see the module doc)."""
+
+    def __init__(self, policy: FoldPolicy | None = None) -> None:
+        self.policy = policy or FoldPolicy()
+        self.sessions: dict[str, SessionImage] = {}
+        #: topic -> offset of the record holding its retained message.
+        self.retained: dict[str, int] = {}
+        #: (id, offset of CheckpointStarted) of the latest complete checkpoint.
+        self.checkpoint: tuple[int, int] | None = None
+        #: (client id, reason, topic) of every message dropped for an offline session.
+        self.drops: list[tuple[str, str, str]] = []
+        #: The offset after the last record applied.
+        self.position = 0
+        self._trie: FilterTrie[str, int] = FilterTrie()
+        self._topic_ids: dict[str, int] = {"": 0}
+        self._topic_names: list[str] = [""]
+        self._fresh = True
+        self._restating: int | None = None
+        self._handlers = self._make_handlers()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_handlers"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._handlers = self._make_handlers()
+
+    def _make_handlers(self) -> dict[type[Any], Any]:
+        return {
+            Publish: self._publish, RetainedSet: self._retained_set,
+            RetainedCleared: self._retained_cleared, SessionConnected: self._connected,
+            SessionDisconnected: self._disconnected, SessionExpired: self._expired,
+            Subscribed: self._subscribed, Unsubscribed: self._unsubscribed,
+            WillSet: self._will_set, WillCleared: self._will_gone, WillSent: self._will_gone,
+            SessionQueued: self._queued, SessionDropped: self._dropped,
+            SessionCursor: self._cursor, OutboundSent: self._sent,
+            PubAckReceived: self._done, PubCompReceived: self._done,
+            PubRecReceived: self._pubrec, PubRelReceived: self._pubrel,
+            CheckpointStarted: self._checkpoint_started,
+            CheckpointCompleted: self._checkpoint_completed,
+        }
+
+    # -- applying ---------------------------------------------------------------------
+
+    def apply(self, offset: int, record: Record, next_offset: int | None = None) -> None:
+        """Fold one record found at ``offset`` (records of unknown types are ignored)."""
+        handler = self._handlers.get(type(record))
+        if next_offset is not None:
+            self.position = next_offset
+        if handler is None or (record.restated and self._restating is None):
+            return
+        if self._fresh and type(record) is not CheckpointStarted:
+            self._fresh = False
+        handler(offset, record)
+
+    def apply_all(self, entries: Iterator[Any]) -> int:
+        """Fold ``LogEntry`` items in order; return how many."""
+        count = 0
+        for entry in entries:
+            self.apply(entry.offset, entry.record, entry.next_offset)
+            count += 1
+        return count
+
+    # -- views ------------------------------------------------------------------------
+
+    @property
+    def restating(self) -> bool:
+        """True inside a checkpoint that folding started at and that has not completed."""
+        return self._restating is not None
+
+    def needed_from(self) -> int | None:
+        """The lowest offset still needed: by a session's queue or flight, or the checkpoint."""
+        found = [s for s in (image.first_needed() for image in self.sessions.values())
+                 if s is not None]
+        if self.checkpoint is not None:
+            found.append(self.checkpoint[1])
+        return min(found) if found else None
+
+    def topic_of(self, topic_id: int) -> str:
+        """The topic of a queue entry's topic id ("" when unknown)."""
+        return self._topic_names[topic_id] if 0 <= topic_id < len(self._topic_names) else ""
+
+    def topic_id(self, topic: str) -> int:
+        """The id of ``topic`` in the table (added if new)."""
+        found = self._topic_ids.get(topic)
+        if found is None:
+            found = self._topic_ids[topic] = len(self._topic_names)
+            self._topic_names.append(topic)
+        return found
+
+    def offline(self) -> Iterator[SessionImage]:
+        """The durable sessions without a connection."""
+        return (s for s in self.sessions.values() if not s.connected)
+
+    def queued_messages(self) -> int:
+        """Entries in every session's queue."""
+        return sum(len(s.queue) for s in self.sessions.values() if s.queue is not None)
+
+    # -- messages and retained ---------------------------------------------------------
+
+    def _publish(self, offset: int, record: Publish) -> None:
+        if record.qos == 2 and record.packet_id and record.client_id:
+            image = self.sessions.get(record.client_id)
+            if image is not None:
+                if image.inbound is None:
+                    image.inbound = set()
+                image.inbound.add(record.packet_id)
+        if record.restated:
+            return  # only the inbound flow: the message itself is not restated
+        if record.retain:
+            if record.payload:
+                self.retained[record.topic] = offset
+            else:
+                self.retained.pop(record.topic, None)
+        if record.qos and len(self._trie):
+            self._derive(offset, record)
+
+    def _derive(self, offset: int, record: Publish) -> None:
+        best: dict[str, tuple[int, bool]] = {}
+        for _, members in self._trie.match_filters(record.topic):
+            for client_id, options in members.items():
+                if options & _NO_LOCAL and client_id == record.client_id:
+                    continue
+                qos, rap = options & 3, bool(options & _RETAIN_AS_PUBLISHED)
+                held = best.get(client_id)
+                if held is None or qos > held[0] or (qos == held[0] and rap):
+                    best[client_id] = (qos, rap)
+        if not best:
+            return
+        topic = self.topic_id(record.topic)
+        size = len(record.payload)
+        limit, limit_bytes = self.policy.max_queued_messages, self.policy.max_queued_bytes
+        for client_id, (granted, rap) in best.items():
+            qos = min(record.qos, granted)
+            if qos == 0:
+                continue  # QoS 0 is never queued for later (nor redelivered after a crash)
+            image = self.sessions[client_id]
+            queue = image.offsets()
+            if not image.connected and ((limit and queue.count >= limit) or (
+                    limit_bytes and queue.bytes + size > limit_bytes)):
+                self.drops.append((client_id, "queue_full", record.topic))
+                continue
+            queue.insert(Entry(offset, qos, record.retain and rap, size, topic))
+
+    def _retained_set(self, offset: int, record: RetainedSet) -> None:
+        self.retained[record.topic] = offset
+
+    def _retained_cleared(self, offset: int, record: RetainedCleared) -> None:
+        self.retained.pop(record.topic, None)
+
+    # -- session events ----------------------------------------------------------------
+
+    def _connected(self, offset: int, record: SessionConnected) -> None:
+        image = self.sessions.get(record.client_id)
+        if record.clean_start and image is not None and not record.restated:
+            self._discard(image)
+            image = None
+        if image is None:
+            if record.expiry_interval == 0:
+                return  # a clean session: nothing of it is durable
+            image = self.sessions[record.client_id] = SessionImage(record.client_id)
+        image.connected = True
+        image.level = record.protocol_level
+        image.expiry = record.expiry_interval
+        image.will = None  # the new connection brings its own (WillSet follows)
+
+    def _disconnected(self, offset: int, record: SessionDisconnected) -> None:
+        image = self.sessions.get(record.client_id)
+        if image is None:
+            return
+        image.connected = False
+        image.expiry = record.expiry_interval
+        image.since_us = record.timestamp_us
+        if record.expiry_interval == 0:
+            self._discard(image)
+
+    def _expired(self, offset: int, record: SessionExpired) -> None:
+        image = self.sessions.get(record.client_id)
+        if image is not None:
+            self._discard(image)
+
+    def _discard(self, image: SessionImage) -> None:
+        for topic_filter in image.subs:
+            self._trie.remove(topic_filter, image.client_id)
+        del self.sessions[image.client_id]
+
+    def _subscribed(self, offset: int, record: Subscribed) -> None:
+        image = self.sessions.get(record.client_id)
+        if image is None:
+            return
+        image.subs[record.topic_filter] = (record.options, record.subscription_id)
+        if not record.topic_filter.startswith(_SHARED):
+            self._trie.add(record.topic_filter, record.client_id, record.options)
+
+    def _unsubscribed(self, offset: int, record: Unsubscribed) -> None:
+        image = self.sessions.get(record.client_id)
+        if image is None or image.subs.pop(record.topic_filter, None) is None:
+            return
+        self._trie.remove(record.topic_filter, record.client_id)
+        if image.queue:
+            # What no remaining filter matches was not (or will not be) routed to it.
+            filters = [f for f in image.subs if not f.startswith(_SHARED)]
+            names = self._topic_names
+            image.queue.prune(lambda t: any(matches(f, names[t]) for f in filters))
+
+    def _will_set(self, offset: int, record: WillSet) -> None:
+        image = self.sessions.get(record.client_id)
+        if image is not None:
+            image.will = record
+
+    def _will_gone(self, offset: int, record: WillCleared | WillSent) -> None:
+        image = self.sessions.get(record.client_id)
+        if image is not None:
+            image.will = None
+
+    # -- delivery state ----------------------------------------------------------------
+
+    def _queued(self, offset: int, record: SessionQueued) -> None:
+        image = self.sessions.get(record.client_id)
+        if image is None or any(f.offset == record.offset for f in (image.inflight or {}).values()):
+            return
+        image.offsets().insert(Entry(record.offset, record.qos, record.retain, record.size,
+                                     self.topic_id(record.topic)))
+
+    def _dropped(self, offset: int, record: SessionDropped) -> None:
+        image = self.sessions.get(record.client_id)
+        if image is not None and image.queue is not None:
+            image.queue.remove(record.offset)
+        if image is not None and image.inflight:
+            # A flight can be dropped too (MQTT 5: too large for a new connection, or a
+            # shared subscription's message handed back to its group).
+            for packet_id in [p for p, f in image.inflight.items() if f.offset == record.offset]:
+                del image.inflight[packet_id]
+
+    def _cursor(self, offset: int, record: SessionCursor) -> None:
+        image = self.sessions.get(record.client_id)
+        queue = None if image is None else image.queue
+        while queue:
+            head = queue.peek()
+            if head is None or head.offset >= record.offset:
+                break
+            queue.pop()
+
+    def _sent(self, offset: int, record: OutboundSent) -> None:
+        image = self.sessions.get(record.client_id)
+        if image is None:
+            return
+        entry = None if image.queue is None else image.queue.take(record.offset)
+        topic = 0 if entry is None else entry.topic
+        image.flights()[record.packet_id] = Flight(record.offset, record.qos, record.retain,
+                                                   False, topic)
+
+    def _done(self, offset: int, record: PubAckReceived | PubCompReceived) -> None:
+        image = self.sessions.get(record.client_id)
+        if image is not None and image.inflight:
+            image.inflight.pop(record.packet_id, None)
+
+    def _pubrec(self, offset: int, record: PubRecReceived) -> None:
+        image = self.sessions.get(record.client_id)
+        flight = None if image is None or not image.inflight else image.inflight.pop(
+            record.packet_id, None)
+        if flight is not None:
+            assert image is not None and image.inflight is not None
+            image.inflight[record.packet_id] = flight._replace(released=True)  # now PUBREC order
+
+    def _pubrel(self, offset: int, record: PubRelReceived) -> None:
+        image = self.sessions.get(record.client_id)
+        if image is not None and image.inbound:
+            image.inbound.discard(record.packet_id)
+
+    # -- checkpoints -------------------------------------------------------------------
+
+    def _checkpoint_started(self, offset: int, record: CheckpointStarted) -> None:
+        if self._fresh:
+            self._restating = record.checkpoint_id  # folding starts here: take what follows
+
+    def _checkpoint_completed(self, offset: int, record: CheckpointCompleted) -> None:
+        if self._restating == record.checkpoint_id:
+            self._restating = None
+        self.checkpoint = (record.checkpoint_id, record.started_at)

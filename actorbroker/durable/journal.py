@@ -1,0 +1,240 @@
+"""Durability layer: what a session does, as commit log records, and back. Stdlib, codec, session and persistence only.
+
+Pure functions, no clock (the caller passes ``ts``, microseconds since the
+epoch): the session actor calls them with what it already has in hand (the
+packets of a read, the core's effects, a CONNECT) and sends the records to
+the storage actor. The reverse direction (:func:`message_of`,
+:func:`subscription_of`) rebuilds what the session core holds from records
+read back.
+
+Which records a session writes (docs/storage.md, "Durable sessions"):
+
+=========================================  ======================================
+client PUBLISH QoS 1/2 accepted            ``Publish`` (every session; PUBACK /
+                                           PUBREC after it is stored)
+CONNECT accepted / connection ended        ``SessionConnected`` (+ ``WillSet``) /
+                                           ``SessionDisconnected`` (every session)
+SUBSCRIBE granted / UNSUBSCRIBE            ``Subscribed`` / ``Unsubscribed`` (every
+                                           session; SUBACK / UNSUBACK after it)
+Will published / discarded                 ``WillSent`` / ``WillCleared``
+state discarded (expiry, clean start)      ``SessionExpired``
+PUBLISH QoS 1/2 to the client (not DUP)    ``OutboundSent``          durable sessions
+PUBACK / PUBREC / PUBCOMP from the client  ``PubAckReceived`` ...    only: the packets
+PUBREL from the client                     ``PubRelReceived``        after them wait
+a logged message dropped for the client    ``SessionDropped``        until they are stored
+=========================================  ======================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+
+from actorbroker.codec import (
+    NO_PROPERTIES,
+    Connect,
+    Packet,
+    Properties,
+    PubAck,
+    PubComp,
+    PubRec,
+    PubRel,
+    Subscription,
+    Will,
+)
+from actorbroker.codec import Publish as PublishPacket
+from actorbroker.codec.properties import WILL_PROPERTIES
+from actorbroker.codec.property_codec import decode_properties, encode_properties
+from actorbroker.persistence.records import (
+    OutboundSent,
+    SessionQueued,
+    PubAckReceived,
+    PubCompReceived,
+    Publish,
+    PubRecReceived,
+    PubRelReceived,
+    Record,
+    RetainedSet,
+    SessionConnected,
+    Subscribed,
+    WillSet,
+)
+from actorbroker.session import AppMessage
+
+__all__ = [
+    "PUBLISH_CONTEXT",
+    "ack_records",
+    "blob_of",
+    "connected_record",
+    "message_of",
+    "options_of",
+    "properties_of",
+    "publish_record",
+    "queued_records",
+    "sent_records",
+    "subscribed_records",
+    "subscription_of",
+    "will_of",
+    "will_record",
+]
+
+#: Property context of a PUBLISH (its packet type), as the codec names contexts.
+PUBLISH_CONTEXT = 3
+
+
+def blob_of(properties: Properties, context: int = PUBLISH_CONTEXT) -> bytes:
+    """MQTT 5 properties in their wire form, b"" for none (MQTT 3)."""
+    if properties is NO_PROPERTIES or properties == NO_PROPERTIES:
+        return b""
+    return encode_properties(properties, context)
+
+
+def properties_of(blob: bytes, context: int = PUBLISH_CONTEXT) -> Properties:
+    """The properties a BLOB of :func:`blob_of` holds."""
+    if not blob:
+        return NO_PROPERTIES
+    properties, _ = decode_properties(blob, 0, len(blob), context)
+    return properties
+
+
+# -- messages -----------------------------------------------------------------------
+
+
+def publish_record(message: AppMessage, packet_id: int | None, ts: int) -> Publish:
+    """The ``Publish`` record of an accepted message (a Will: ``packet_id`` None)."""
+    return Publish(
+        message.topic, message.payload, message.qos, message.retain, blob_of(message.properties),
+        message.publisher or "", packet_id or 0, timestamp_us=ts,
+    )
+
+
+def message_of(record: Record, offset: int, *, now: float, wall: float) -> AppMessage | None:
+    """The message a ``Publish`` or ``RetainedSet`` record holds, None for other records.
+
+    ``received_at`` is put back on the monotonic clock (``now``) from the
+    record's wall-clock time (``wall``: seconds since the epoch, read
+    together with ``now``), so that an MQTT 5 Message Expiry Interval keeps
+    counting across a restart.
+    """
+    if isinstance(record, Publish):
+        retain = record.retain
+    elif isinstance(record, RetainedSet):
+        retain = True
+    else:
+        return None
+    received_at = now - max(0.0, wall - record.timestamp_us / 1e6)
+    return AppMessage(record.topic, record.payload, record.qos, retain,
+                      properties_of(record.properties), record.client_id or None, received_at,
+                      0, offset)
+
+
+# -- connections and subscriptions --------------------------------------------------
+
+
+def connected_record(client_id: str, connect: Connect, *, expiry: int, present: bool,
+                     peer: str, ts: int) -> SessionConnected:
+    """``SessionConnected`` for an accepted CONNECT; ``expiry`` is the interval in force."""
+    return SessionConnected(
+        client_id, connect.protocol_level, connect.clean_start, present, expiry,
+        connect.keepalive, connect.username or "", peer, timestamp_us=ts,
+    )
+
+
+def will_record(client_id: str, will: Will, delay: int, ts: int) -> WillSet:
+    """``WillSet`` for the Will of a CONNECT."""
+    return WillSet(client_id, will.topic, will.payload, will.qos, will.retain,
+                   blob_of(will.properties, WILL_PROPERTIES), delay, timestamp_us=ts)
+
+
+def will_of(record: WillSet) -> Will:
+    """The Will a ``WillSet`` holds."""
+    return Will(record.topic, record.payload, record.qos, record.retain,
+                properties_of(record.properties, WILL_PROPERTIES))
+
+
+def options_of(sub: Subscription) -> int:
+    """The MQTT 5 subscription options byte of ``sub`` (bits 0-1 QoS, 2 NL, 3 RAP, 4-5 RH)."""
+    return (sub.qos & 3) | (0x04 if sub.no_local else 0) | (
+        0x08 if sub.retain_as_published else 0) | ((sub.retain_handling & 3) << 4)
+
+
+def subscription_of(topic_filter: str, options: int) -> Subscription:
+    """The :class:`Subscription` an options byte describes."""
+    return Subscription(topic_filter, options & 3, bool(options & 0x04), bool(options & 0x08),
+                        (options >> 4) & 3)
+
+
+def subscribed_records(client_id: str, granted: Iterable[Subscription], ts: int,
+                       subscription_id: int = 0) -> list[Record]:
+    """One ``Subscribed`` per granted subscription."""
+    return [Subscribed(client_id, sub.topic_filter, options_of(sub), subscription_id,
+                       timestamp_us=ts) for sub in granted]
+
+
+# -- delivery state of durable sessions ---------------------------------------------
+
+
+def ack_records(client_id: str, packet: Packet, ts: int) -> Record | None:
+    """The record of an acknowledgement from the client, None for other packets."""
+    kind = type(packet)
+    if kind is PubAck:
+        assert isinstance(packet, PubAck)
+        return PubAckReceived(client_id, packet.packet_id, timestamp_us=ts)
+    if kind is PubRec:
+        assert isinstance(packet, PubRec)
+        if packet.reason_code >= 0x80:  # MQTT 5: refused, the flow ends here
+            return PubCompReceived(client_id, packet.packet_id, timestamp_us=ts)
+        return PubRecReceived(client_id, packet.packet_id, timestamp_us=ts)
+    if kind is PubComp:
+        assert isinstance(packet, PubComp)
+        return PubCompReceived(client_id, packet.packet_id, timestamp_us=ts)
+    if kind is PubRel:
+        assert isinstance(packet, PubRel)
+        return PubRelReceived(client_id, packet.packet_id, timestamp_us=ts)
+    return None
+
+
+def sent_records(client_id: str, packets: Iterable[Packet],
+                 flights: Callable[[], Mapping[int, tuple[object, object]]], ts: int
+                 ) -> list[Record]:
+    """``OutboundSent`` for each first send of a QoS 1/2 PUBLISH of a logged message.
+
+    ``flights()`` is the core's inflight view (packet id -> (Delivery,
+    state)); it is read only when there is such a PUBLISH. Resends (DUP)
+    were journaled when first sent.
+    """
+    out: list[Record] = []
+    view: Mapping[int, tuple[object, object]] | None = None
+    for packet in packets:
+        if type(packet) is not PublishPacket:
+            continue
+        assert isinstance(packet, PublishPacket)
+        if not packet.qos or packet.dup or packet.packet_id is None:
+            continue
+        if view is None:
+            view = flights()
+        found = view.get(packet.packet_id)
+        if found is None:
+            continue
+        delivery = found[0]
+        message = getattr(delivery, "message", None)
+        offset = getattr(message, "log_offset", -1)
+        if offset < 0:
+            continue  # not in the log (storage came up after it): cannot be journaled
+        out.append(OutboundSent(client_id, packet.packet_id, offset, packet.qos, packet.retain,
+                                tuple(getattr(delivery, "subscription_ids", ())),
+                                timestamp_us=ts))
+    return out
+
+
+def queued_records(client_id: str, deliveries: Iterable[object], ts: int) -> list[Record]:
+    """``SessionQueued`` for each QoS 1/2 delivery of a logged message a session holds."""
+    out: list[Record] = []
+    for delivery in deliveries:
+        message = getattr(delivery, "message", None)
+        qos = getattr(delivery, "qos", 0)
+        offset = getattr(message, "log_offset", -1)
+        if qos and offset >= 0:
+            out.append(SessionQueued(client_id, offset, qos, getattr(delivery, "retain", False), (),
+                                     getattr(message, "topic", ""), getattr(message, "size", 0),
+                                     timestamp_us=ts))
+    return out

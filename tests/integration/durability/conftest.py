@@ -1,0 +1,8 @@
+"""Durability tests: the helpers next to this file are importable (``crash_clients``, ``durability_kit``)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))

@@ -1,0 +1,272 @@
+"""DurableState: what folding the commit log's records gives, record by record, and checkpoints.
+
+Records are applied at made-up offsets (``Log`` below), as the storage actor
+applies them after a sync. The last test is the checkpoint's contract:
+folding the restated records of any state gives that state back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from actorbroker.durable import NEVER, DurableState, FoldPolicy, restate
+from actorbroker.persistence.records import (
+    CheckpointCompleted,
+    CheckpointStarted,
+    OutboundSent,
+    PubAckReceived,
+    PubCompReceived,
+    Publish,
+    PubRecReceived,
+    PubRelReceived,
+    Record,
+    RetainedCleared,
+    RetainedSet,
+    SessionConnected,
+    SessionDisconnected,
+    SessionDropped,
+    SessionExpired,
+    SessionQueued,
+    Subscribed,
+    Unsubscribed,
+    WillSent,
+    WillSet,
+)
+
+TS = 1_700_000_000_000_000
+
+
+class Log:
+    """A list of records at increasing offsets, folded as they are added."""
+
+    def __init__(self, state: DurableState | None = None) -> None:
+        self.state = state or DurableState()
+        self.records: dict[int, Record] = {}
+        self.next = 0
+
+    def add(self, *records: Record) -> list[int]:
+        offsets = []
+        for record in records:
+            offset, self.next = self.next, self.next + 100
+            self.records[offset] = record
+            self.state.apply(offset, record, self.next)
+            offsets.append(offset)
+        return offsets
+
+    def read(self, offset: int) -> Record:
+        return self.records[offset]
+
+
+def connected(cid: str, *, clean: bool = False, expiry: int = NEVER, level: int = 4) -> Record:
+    return SessionConnected(cid, level, clean, False, expiry, timestamp_us=TS)
+
+
+def subscribed(cid: str, topic_filter: str, qos: int = 1, options: int = 0) -> Record:
+    return Subscribed(cid, topic_filter, qos | options, timestamp_us=TS)
+
+
+def publish(topic: str, qos: int = 1, *, payload: bytes = b"x", retain: bool = False,
+            by: str = "pub", pid: int = 0) -> Record:
+    return Publish(topic, payload, qos, retain, b"", by, pid, timestamp_us=TS)
+
+
+def disconnected(cid: str, expiry: int = NEVER, ts: int = TS) -> Record:
+    return SessionDisconnected(cid, 2, 0, expiry, timestamp_us=ts)
+
+
+def queue_of(log: Log, cid: str) -> list[tuple[int, int, bool]]:
+    queue = log.state.sessions[cid].queue
+    return [(e.offset, e.qos, e.retain) for e in queue or ()]
+
+
+def test_a_publish_is_queued_for_every_matching_durable_session_at_the_granted_qos() -> None:
+    log = Log()
+    log.add(connected("a"), subscribed("a", "t/#", 1), connected("b"), subscribed("b", "t/+", 2),
+            subscribed("b", "t/x", 0), connected("clean", clean=True, expiry=0),
+            subscribed("clean", "#", 2))
+    [q2] = log.add(publish("t/x", 2))
+    [q0] = log.add(publish("t/x", 0))
+    [other] = log.add(publish("u/x", 1))
+    assert queue_of(log, "a") == [(q2, 1, False)]
+    assert queue_of(log, "b") == [(q2, 2, False)], "highest grant of the matching filters"
+    assert "clean" not in log.state.sessions and q0 and other
+    assert log.state.needed_from() == q2
+
+
+def test_no_local_and_retain_as_published_are_honoured() -> None:
+    log = Log()
+    log.add(connected("me", level=5), subscribed("me", "chat", 1, options=0x04),
+            connected("rap", level=5), subscribed("rap", "chat", 1, options=0x08))
+    [mine] = log.add(publish("chat", by="me", retain=True))
+    [theirs] = log.add(publish("chat", by="other"))
+    assert queue_of(log, "me") == [(theirs, 1, False)]
+    assert queue_of(log, "rap") == [(mine, 1, True), (theirs, 1, False)]
+
+
+def test_offline_limits_drop_the_new_message_and_report_it() -> None:
+    log = Log(DurableState(FoldPolicy(max_queued_messages=2)))
+    log.add(connected("s"), subscribed("s", "t"))
+    online = log.add(publish("t"), publish("t"), publish("t"))
+    assert [o for o, _, _ in queue_of(log, "s")] == online and log.state.drops == [], (
+        "online, the session actor applies the limits")
+    log.add(disconnected("s"))
+    log.add(publish("t"))
+    assert [o for o, _, _ in queue_of(log, "s")] == online
+    assert log.state.drops == [("s", "queue_full", "t")]
+
+
+def test_outbound_flows_move_from_queue_to_flight_and_end_with_their_acks() -> None:
+    log = Log()
+    log.add(connected("s"), subscribed("s", "t", 2))
+    m1, m2, m3 = log.add(publish("t", 1), publish("t", 2), publish("t", 2))
+    log.add(OutboundSent("s", 1, m1, 1, timestamp_us=TS), OutboundSent("s", 2, m2, 2, timestamp_us=TS),
+            OutboundSent("s", 3, m3, 2, timestamp_us=TS))
+    image = log.state.sessions["s"]
+    assert not image.queue and list(image.inflight or {}) == [1, 2, 3]
+    log.add(PubRecReceived("s", 2, timestamp_us=TS), PubAckReceived("s", 1, timestamp_us=TS))
+    flights = image.inflight or {}
+    assert [(pid, f.released) for pid, f in flights.items()] == [(3, False), (2, True)]
+    log.add(PubCompReceived("s", 2, timestamp_us=TS))
+    assert list(flights) == [3] and log.state.needed_from() == m3
+    log.add(SessionDropped("s", m3, "too_large", timestamp_us=TS))  # MQTT 5 drops flights too
+    assert list(flights) == [] and log.state.needed_from() is None
+
+
+def test_inbound_qos2_packet_ids_open_with_the_publish_and_close_with_pubrel() -> None:
+    log = Log()
+    log.add(connected("p"), publish("t", 2, by="p", pid=7), publish("t", 1, by="p", pid=8))
+    assert log.state.sessions["p"].inbound == {7}
+    log.add(PubRelReceived("p", 7, timestamp_us=TS))
+    assert log.state.sessions["p"].inbound == set()
+
+
+def test_a_clean_start_an_expiry_or_a_zero_expiry_disconnect_discard_the_session() -> None:
+    log = Log()
+    log.add(connected("a"), subscribed("a", "t"), connected("b"), subscribed("b", "t"),
+            connected("c"), subscribed("c", "t"))
+    log.add(connected("a", clean=True, expiry=0), SessionExpired("b", timestamp_us=TS),
+            disconnected("c", expiry=0))
+    assert log.state.sessions == {}
+    log.add(publish("t"))
+    assert log.state.queued_messages() == 0, "their subscriptions went with them"
+
+
+def test_unsubscribing_drops_queued_messages_no_filter_matches_any_more() -> None:
+    log = Log()
+    log.add(connected("s"), subscribed("s", "a/#"), subscribed("s", "a/b"), subscribed("s", "c"))
+    ab, c = log.add(publish("a/b"), publish("c"))
+    log.add(Unsubscribed("s", "a/#", timestamp_us=TS))
+    assert [o for o, _, _ in queue_of(log, "s")] == [ab, c]
+    log.add(Unsubscribed("s", "c", timestamp_us=TS))
+    assert [o for o, _, _ in queue_of(log, "s")] == [ab]
+
+
+def test_retained_messages_follow_publishes_and_retained_records() -> None:
+    log = Log()
+    [kept] = log.add(publish("r/1", retain=True))
+    [set2] = log.add(RetainedSet("r/2", b"v", timestamp_us=TS))
+    log.add(publish("r/3", retain=True), publish("r/3", payload=b"", retain=True),
+            RetainedCleared("r/9", timestamp_us=TS))
+    assert log.state.retained == {"r/1": kept, "r/2": set2}
+
+
+def test_wills_and_offline_time() -> None:
+    log = Log()
+    log.add(connected("w"), WillSet("w", "will/t", b"bye", timestamp_us=TS))
+    assert log.state.sessions["w"].will is not None
+    log.add(WillSent("w", "will/t", timestamp_us=TS), disconnected("w", expiry=60, ts=TS + 5))
+    image = log.state.sessions["w"]
+    assert (image.will, image.connected, image.expiry, image.since_us) == (None, False, 60, TS + 5)
+
+
+def test_restated_records_count_only_when_folding_starts_at_their_checkpoint() -> None:
+    log = Log()
+    log.add(connected("s"))
+    restated = dataclasses.replace(subscribed("s", "t"), restated=True)
+    log.add(CheckpointStarted(1, timestamp_us=TS), restated,
+            CheckpointCompleted(1, 100, timestamp_us=TS))
+    assert log.state.sessions["s"].subs == {}, "a checkpoint in the middle restates nothing new"
+    assert log.state.checkpoint == (1, 100)
+    fresh = Log()
+    fresh.add(CheckpointStarted(1, timestamp_us=TS), dataclasses.replace(connected("s"),
+                                                                         restated=True), restated)
+    assert fresh.state.restating and "t" in fresh.state.sessions["s"].subs
+
+
+# -- the checkpoint's contract ------------------------------------------------------
+
+CLIENTS = ("a", "b", "c")
+TOPICS = ("t", "t/x", "u")
+FILTERS = ("t", "t/+", "#", "u")
+
+
+def describe(log: Log) -> dict[str, Any]:
+    state = log.state
+    sessions = {}
+    for cid, image in state.sessions.items():
+        sessions[cid] = (
+            image.level, image.expiry, image.connected, None if image.connected else image.since_us,
+            dict(image.subs), None if image.will is None else image.will.payload,
+            sorted(image.inbound or ()),
+            [(pid, f.offset, f.qos, f.retain, f.released) for pid, f in (image.inflight or {}).items()],
+            [(e.offset, e.qos, e.retain, e.size, state.topic_of(e.topic)) for e in image.queue or ()],
+        )
+    retained = {topic: getattr(log.read(offset), "payload") for topic, offset in state.retained.items()}
+    return {"sessions": sessions, "retained": retained}
+
+
+events = st.lists(st.tuples(
+    st.sampled_from(["connect", "disconnect", "subscribe", "unsubscribe", "publish", "sent",
+                     "ack", "pubrec", "pubrel", "expire", "will", "drop", "queue"]),
+    st.sampled_from(CLIENTS), st.integers(0, 3), st.booleans(), st.sampled_from(TOPICS)),
+    max_size=60)
+
+
+@settings(max_examples=150, deadline=None)
+@given(events)
+def test_folding_a_checkpoint_gives_the_state_back(steps: list[tuple[str, str, int, bool, str]]) -> None:
+    log = Log(DurableState(FoldPolicy(max_queued_messages=5)))
+    published: list[int] = []
+    for kind, cid, n, flag, topic in steps:
+        ts = TS + len(log.records)
+        if kind == "connect":
+            log.add(SessionConnected(cid, 5 if flag else 4, n == 0, False, (0, 30, NEVER, 60)[n],
+                                     timestamp_us=ts))
+        elif kind == "disconnect":
+            log.add(disconnected(cid, (NEVER, 30, 0, 60)[n], ts))
+        elif kind == "subscribe":
+            log.add(subscribed(cid, FILTERS[n], 1 + flag, 0x08 if n == 3 else 0))
+        elif kind == "unsubscribe":
+            log.add(Unsubscribed(cid, FILTERS[n], timestamp_us=ts))
+        elif kind == "publish":
+            published += log.add(publish(topic, 1 + flag, payload=b"p%d" % n, retain=n == 1,
+                                         by=cid, pid=n + 1))
+        elif kind == "sent" and published:
+            log.add(OutboundSent(cid, n + 1, published[-1 - n % len(published)], 1 + flag,
+                                 timestamp_us=ts))
+        elif kind == "ack":
+            log.add((PubAckReceived if flag else PubCompReceived)(cid, n + 1, timestamp_us=ts))
+        elif kind == "pubrec":
+            log.add(PubRecReceived(cid, n + 1, timestamp_us=ts))
+        elif kind == "pubrel":
+            log.add(PubRelReceived(cid, n + 1, timestamp_us=ts))
+        elif kind == "expire":
+            log.add(SessionExpired(cid, timestamp_us=ts))
+        elif kind == "will":
+            log.add(WillSet(cid, "w", b"w%d" % n, timestamp_us=ts) if flag
+                    else WillSent(cid, "w", timestamp_us=ts))
+        elif kind == "drop" and published:
+            log.add(SessionDropped(cid, published[n % len(published)], "x", timestamp_us=ts))
+        elif kind == "queue" and published:
+            log.add(SessionQueued(cid, published[n % len(published)], 1, flag, (), topic, 3,
+                                  timestamp_us=ts))
+    restated = list(restate(log.state, 7, log.read, TS))
+    again = Log(DurableState(FoldPolicy(max_queued_messages=5)))
+    [start] = again.add(restated[0])
+    again.add(*restated[1:], CheckpointCompleted(7, start, timestamp_us=TS))
+    assert not again.state.restating and again.state.checkpoint == (7, start)
+    assert describe(again) == describe(log)

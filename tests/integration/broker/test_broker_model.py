@@ -50,7 +50,6 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, event, settings

@@ -26,7 +26,9 @@ from actorbroker.auth import Credentials, authenticators
 from actorbroker.config import Config
 from actorbroker.metrics import BrokerMetrics
 from actorbroker.routing import Strategy
-from actorbroker.session import AppMessage, ConnectPolicy, QueuePolicy, SessionConfig
+from actorbroker.session import (
+    AppMessage, ConnectPolicy, PublishQuota, QueuePolicy, SessionConfig,
+)
 from actorbroker.session.capabilities import Mqtt5Policy
 
 from actorbroker.session.backoff import BackoffPolicy
@@ -102,6 +104,7 @@ class NodeSettings:
             "session": SessionConfig(
                 queue=queue, max_qos=limits.max_qos, retain_available=config.retained.enabled,
                 mqtt5=mqtt5,
+                publish_quota=PublishQuota(limits.max_publish_rate, limits.max_publish_burst),
             ),
             "connect": ConnectPolicy(
                 protocol_levels=frozenset({3, 4, 5}),

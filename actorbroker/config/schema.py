@@ -208,6 +208,27 @@ class LimitsConfig:
         above it; subscriptions of every client are granted at most this QoS,
         as Mosquitto's max_qos.""",
     )
+    max_publish_rate: float = option(
+        0.0,
+        minimum=0,
+        zero="unlimited",
+        unit="messages per second",
+        help="""PUBLISH packets each client may send per second, on average (a
+        token bucket refilled at this rate), as EMQX's per-client message
+        rate limit. A client that publishes faster than its quota allows is
+        disconnected (MQTT 5: DISCONNECT 0x97, Quota exceeded; MQTT 3: the
+        connection is closed); the PUBLISH over the quota is not routed, and
+        the Will is published. Each connection starts with a full bucket.""",
+    )
+    max_publish_burst: float = option(
+        0.0,
+        minimum=0,
+        zero="the rate, at least 1",
+        unit="messages",
+        help="""PUBLISH packets a client may send at once before max_publish_rate
+        applies: the size of its token bucket. Unused when max_publish_rate
+        is 0.""",
+    )
 
     def __post_init__(self) -> None:
         check_section(self, "limits")

@@ -48,6 +48,7 @@ from .packet_ids import PacketIdAllocator, PacketIdsExhaustedError
 from .qos_inbound import InboundState
 from .qos_outbound import OutboundState
 from .queue import QueuePolicy
+from .quota import PublishQuota, TokenBucket
 
 __all__ = [
     "EXPIRY_TIMER",
@@ -71,6 +72,7 @@ __all__ = [
     "PacketIdsExhaustedError",
     "PublishWill",
     "Reauthenticate",
+    "PublishQuota",
     "QueuePolicy",
     "Refused",
     "RequestSubscribe",
@@ -82,6 +84,7 @@ __all__ = [
     "Send",
     "SetKeepAlive",
     "StartTimer",
+    "TokenBucket",
     "check_connect",
     "coalesce",
     "new_client_id",

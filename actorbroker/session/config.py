@@ -15,6 +15,7 @@ from actorbroker.codec import Packet
 from .capabilities import Mqtt5Policy
 from .effects import Effect, Send
 from .queue import QueuePolicy
+from .quota import PublishQuota
 
 __all__ = ["SessionConfig", "coalesce"]
 
@@ -27,7 +28,8 @@ class SessionConfig:
     (None: until the client cleans it, as MQTT 3.x says; Mosquitto's
     ``persistent_client_expiration``); an MQTT 5 session keeps what its
     client negotiated (``mqtt5``). The keepalive is enforced by the
-    transport ([MQTT-3.1.2-24]), not here.
+    transport ([MQTT-3.1.2-24]), not here. ``publish_quota``: PUBLISH packets
+    a client may send per second and in a burst (see :mod:`.quota`).
     """
 
     queue: QueuePolicy = field(default_factory=QueuePolicy)
@@ -35,6 +37,7 @@ class SessionConfig:
     retain_available: bool = True
     session_expiry: float | None = None
     mqtt5: Mqtt5Policy = field(default_factory=Mqtt5Policy)
+    publish_quota: PublishQuota = field(default_factory=PublishQuota)
 
     def __post_init__(self) -> None:
         if self.max_qos not in (0, 1, 2):

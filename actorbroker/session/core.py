@@ -195,6 +195,7 @@ class SessionCore(Mqtt5Rules):
         self.keepalive = connect.keepalive
         self.will = connect.will
         self._disconnect_received = self._closing = False
+        self._inbox.quota.refill(now)  # each connection starts with its full burst
         if self.protocol_level == 5:
             connack_properties, negotiated = self._negotiate(
                 connect, assigned=assigned, auth_data=auth_data)

@@ -2,7 +2,8 @@
 
 :class:`Inbox` checks each PUBLISH against the broker's capabilities, turns
 it into an :class:`~.message.AppMessage` stamped with its publisher, arrival
-time and sequence number, and runs the QoS 2 receiver flow of
+time and sequence number, spends a token of the client's publish quota
+(:mod:`~.quota`; none left: ProtocolError 0x97, Quota exceeded), and runs the QoS 2 receiver flow of
 :mod:`~.qos_inbound` (route on first receipt, PUBREC again for a retry).
 Its effects are ``Route`` (with the PUBACK/PUBREC owed once the message is
 accepted) or a ``Send`` of the repeated PUBREC.
@@ -17,6 +18,7 @@ from .config import SessionConfig
 from .effects import Route, Send
 from .message import AppMessage
 from .qos_inbound import InboundQoS2
+from .quota import TokenBucket
 
 __all__ = ["Inbox"]
 
@@ -24,13 +26,14 @@ __all__ = ["Inbox"]
 class Inbox:
     """Inbound PUBLISH rules of one session and its QoS 2 receiver state."""
 
-    __slots__ = ("client_id", "config", "qos2", "seq")
+    __slots__ = ("client_id", "config", "qos2", "quota", "seq")
 
     def __init__(self, client_id: str, config: SessionConfig) -> None:
         self.client_id = client_id
         self.config = config
         self.qos2 = InboundQoS2()
         self.seq = 0  # messages accepted so far
+        self.quota = TokenBucket(config.publish_quota)
 
     def publish(self, packet: Publish, now: float) -> Route | Send:
         """Accept ``packet``; raise ProtocolError if the broker must close the connection."""
@@ -47,6 +50,12 @@ class Inbox:
             raise ProtocolError(
                 "(section 3.2.2.3.5) PUBLISH with RETAIN, but retained messages are not available",
                 ReasonCode.RETAIN_NOT_SUPPORTED,
+            )
+        if not self.quota.take(now):
+            quota = self.config.publish_quota
+            raise ProtocolError(
+                f"(section 4.13) quota exceeded: more than {quota.rate:g} PUBLISH per second"
+                f" (burst {quota.capacity:g})", ReasonCode.QUOTA_EXCEEDED,
             )
         packet_id = packet.packet_id
         if packet.qos and packet_id is None:

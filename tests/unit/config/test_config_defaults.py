@@ -40,6 +40,8 @@ EXPECTED_DEFAULTS: dict[tuple[str, str], object] = {
     ("limits", "max_client_id_length"): 65535,
     ("limits", "max_keepalive"): 65535,
     ("limits", "max_qos"): 2,
+    ("limits", "max_publish_rate"): 0.0,
+    ("limits", "max_publish_burst"): 0.0,
     ("sys", "interval"): 10.0,
     ("retained", "enabled"): True,
     ("retained", "max_retained_messages"): 0,

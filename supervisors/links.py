@@ -22,6 +22,7 @@ thread-safe things: ``tell`` and ``LoopFuture.set``.
 
 from __future__ import annotations
 
+import abc
 import itertools
 import logging
 import threading
@@ -157,6 +158,7 @@ class Linkable(pykka.Actor):
             self._record_exit(Crash(exception_value))
         super()._handle_failure(exception_type, exception_value, traceback)
 
+    @abc.abstractmethod
     def _force_exit(self, reason: ExitReason) -> None:
         """Stop now, without on_stop; implemented per runtime."""
         raise NotImplementedError

@@ -17,6 +17,7 @@ supervisor's parent dies, it stops its children and exits too.
 
 from __future__ import annotations
 
+import abc
 import logging
 from collections.abc import Callable, Coroutine, Hashable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -121,18 +122,22 @@ class SupervisorBase(LoopActor):
 
     # -- per kind -----------------------------------------------------------------
 
+    @abc.abstractmethod
     def _child_exited(self, ref: ActorRef[Any], reason: ExitReason) -> Any:
         raise NotImplementedError
 
     def _request(self, message: Any) -> Any:
         return super().on_receive(message)
 
+    @abc.abstractmethod
     def _which(self) -> list[ChildInfo]:
         raise NotImplementedError
 
+    @abc.abstractmethod
     def _count(self) -> ChildCounts:
         raise NotImplementedError
 
+    @abc.abstractmethod
     async def _terminate_children(self) -> None:
         raise NotImplementedError
 

@@ -30,7 +30,7 @@ from actorbroker.config import Config
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from mqtt_testkit import Client, RawClient, broker_config  # noqa: E402
+from mqtt_testkit import Client, RawClient, broker_config, client_factory  # noqa: E402
 
 
 @pytest.fixture
@@ -53,21 +53,7 @@ def broker(start_broker: Callable[..., RunningBroker]) -> RunningBroker:
 @pytest.fixture
 def client(broker: RunningBroker) -> Iterator[Callable[..., Client]]:
     """Factory: ``client(client_id="", connect=True, **Client options)``, closed afterwards."""
-    made: list[Client] = []
-
-    def make(client_id: str = "", *, connect: bool = True, target: RunningBroker | None = None,
-             **options: Any) -> Client:
-        where = target or broker
-        c = Client(where.host, where.port, client_id, **options)
-        made.append(c)
-        if connect:
-            result = c.connect()
-            assert result.rc == 0, f"{client_id!r} refused: {result}"
-        return c
-
-    yield make
-    for c in made:
-        c.close()
+    yield from client_factory(Client, broker)
 
 
 @pytest.fixture

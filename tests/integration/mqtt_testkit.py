@@ -23,6 +23,7 @@ import socket
 import subprocess
 import threading
 from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import paho.mqtt.client as mqtt
@@ -247,3 +248,24 @@ def mosquitto_pub(host: str, port: int, *args: str, timeout: float = 10.0
     """Run ``mosquitto_pub`` to completion."""
     return subprocess.run(["mosquitto_pub", "-h", host, "-p", str(port), *args],
                           capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def client_factory(cls: Any, broker: Any) -> Iterator[Callable[..., Any]]:
+    """Body of the ``client``/``client5`` fixtures: ``make(client_id, connect=True,
+    target=None, **options)`` builds ``cls`` for ``broker`` (or ``target``),
+    connects it unless told not to, and closes every client made afterwards."""
+    made: list[Any] = []
+
+    def make(client_id: str = "", *, connect: bool = True, target: Any = None,
+             **options: Any) -> Any:
+        where = target or broker
+        c = cls(where.host, where.port, client_id, **options)
+        made.append(c)
+        if connect:
+            result = c.connect()
+            assert result.rc == 0, f"{client_id!r} refused: {result}"
+        return c
+
+    yield make
+    for c in made:
+        c.close()

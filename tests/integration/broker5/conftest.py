@@ -23,7 +23,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from mqtt5_testkit import Client5  # noqa: E402
-from mqtt_testkit import RawClient, broker_config  # noqa: E402
+from mqtt_testkit import RawClient, broker_config, client_factory  # noqa: E402
 
 from actorbroker.app import RunningBroker  # noqa: E402
 from actorbroker.config import Config  # noqa: E402
@@ -45,21 +45,7 @@ def config5(tmp_path: Path) -> Callable[..., Config]:
 
 @pytest.fixture
 def client5(broker: RunningBroker) -> Iterator[Callable[..., Client5]]:
-    made: list[Client5] = []
-
-    def make(client_id: str = "", *, connect: bool = True, target: RunningBroker | None = None,
-             **options: Any) -> Client5:
-        where = target or broker
-        c = Client5(where.host, where.port, client_id, **options)
-        made.append(c)
-        if connect:
-            result = c.connect()
-            assert result.rc == 0, f"{client_id!r} refused: {result}"
-        return c
-
-    yield make
-    for c in made:
-        c.close()
+    yield from client_factory(Client5, broker)
 
 
 @pytest.fixture

@@ -48,6 +48,7 @@ from actorbroker.session import Refused, check_connect
 from supervisors import ChildSpec, LoopFuture, Restart, start_sharded_child
 
 from .auth import AuthPort, password_hook
+from .keeper import Sleeping
 from .messages import Attach
 from .node import Node
 from .session import SessionActor
@@ -174,13 +175,17 @@ class SessionGateway:
             waiting.append(port)
             return
         names = self._node.names
-        ref = names.sessions.get(client_id)
+        ref: Any = names.sessions.get(client_id)  # a session actor or a Sleeping
         if ref is not None:
             try:
                 port.bind(ref)
                 return
             except ActorDeadError:
-                names.unregister_session(client_id, ref)
+                # A hibernated session's placeholder keeps its name until the new actor
+                # registers: topic actors meanwhile leave logged messages to the fold
+                # (the actor loads them) instead of finding no session and dropping them.
+                if type(ref) is not Sleeping:
+                    names.unregister_session(client_id, ref)
         self._starting[client_id] = [port]
         self._start(client_id)
 
@@ -211,6 +216,8 @@ class SessionGateway:
 
     def _started(self, client_id: str, ref: ActorRef[Any] | None) -> None:
         ports = self._starting.pop(client_id, [])
+        if ref is None:  # a woken session stays asleep: the keeper may expire it again
+            self._node.woken.discard(client_id)
         for port in ports:
             if ref is not None:
                 try:

@@ -149,6 +149,8 @@ class KeeperActor(LoopActor):
     def _expire(self, client_id: str, sleeping: Sleeping) -> None:
         node = self._node
         placeholder: Any = sleeping
+        if client_id in node.woken:
+            return  # its client is connecting: the session actor starting now takes it over
         if not node.names.unregister_session(client_id, placeholder):
             return  # resumed (or expired) since
         log.info("client %r: offline session expired", client_id)

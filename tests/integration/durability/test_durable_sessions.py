@@ -296,3 +296,49 @@ def test_group_commit_stores_many_publishes_per_sync(tmp_path: Path) -> None:
         after = status(broker)
     records, batches = after["records"] - before["records"], after["batches"] - before["batches"]
     assert records == 1000 and batches < records / 4, (records, batches)
+
+
+def test_a_resuming_session_keeps_its_name_so_nothing_routed_meanwhile_is_dropped(
+        tmp_path: Path) -> None:
+    """From the CONNECT that wakes a hibernated session until its new actor runs, a topic
+    actor must still find the session by name (the placeholder), never nothing: with no
+    name it would count a logged message as dropped (``session_unavailable``), which
+    the kill -9 test caught after a restart. A watcher checks the name on every loop turn."""
+    config = durable_config(tmp_path / "data")
+    with running(config) as broker:
+        sub = raw(broker)
+        sub.connect("sub", clean=False)
+        subscribe(sub, "q/#", 1)
+        sub.disconnect()
+        names = broker.node.names
+        broker.wait_until(lambda _: broker.call(lambda: type(names.sessions.get("sub")))
+                          is Sleeping)  # hibernated
+        seen: list[str] = []
+        watching = [True]
+
+        def watch() -> None:  # one call per loop turn while the client resumes
+            ref = names.sessions.get("sub")
+            kind = "none" if ref is None else "sleeping" if type(ref) is Sleeping else "actor"
+            if not seen or seen[-1] != kind:
+                seen.append(kind)
+            if watching[0]:
+                broker.loop.call_soon(watch)
+
+        broker.call(watch)
+        pub = raw(broker)
+        pub.connect("pub")
+        sub = raw(broker)
+        assert sub.connect("sub", clean=False).session_present
+        for n in range(1, 21):
+            pub.send(Publish("q/t", b"m%d" % n, 1, False, False, n))
+        assert all(isinstance(pub.recv(), PubAck) for _ in range(20))
+        got = []
+        while len(got) < 20:
+            packet = sub.recv()
+            assert isinstance(packet, Publish), packet
+            got.append(packet.payload)
+            sub.send(PubAck(packet.packet_id))  # type: ignore[arg-type]
+        watching[0] = False
+        assert got == [b"m%d" % n for n in range(1, 21)]
+        assert seen == ["sleeping", "actor"], f"the session's name went through {seen}"
+        assert "session_unavailable" not in broker.metrics()["dropped"]

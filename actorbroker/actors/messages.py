@@ -57,6 +57,7 @@ __all__ = [
     "PublishBatch",
     "RedeliverShared",
     "RemoveSubscriptions",
+    "RouteBatchViaRegistry",
     "RouteViaRegistry",
     "Routed",
     "SessionEnded",
@@ -112,10 +113,19 @@ class RouteViaRegistry:
 
 
 @dataclass(frozen=True, slots=True)
-class Routed:
-    """The registry forwarded one :class:`RouteViaRegistry` of ``topic``."""
+class RouteBatchViaRegistry:
+    """Several topics' batches through the registry at once: ``(topic, messages)`` pairs,
+    each handled as a :class:`RouteViaRegistry`, then one :class:`Routed` for them all."""
 
-    topic: str
+    routes: tuple[tuple[str, tuple[AppMessage, ...]], ...]
+    reply_to: ActorRef[Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Routed:
+    """The registry handled a :class:`RouteViaRegistry` (or a batch) of ``topics``."""
+
+    topics: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,6 +60,9 @@ class NodeSettings:
     max_retained: int = 0            # 0: unlimited
     sys_interval: float = 10.0       # 0: no $SYS
     topic_idle: float = 30.0         # seconds before an unused topic actor stops
+    #: A topic routed again within this many seconds is hot and gets a topic actor;
+    #: a cold one's publishes the registry delivers itself (0: every topic gets one).
+    topic_hot_window: float = 1.0
     session_shards: int = 8
     topic_shards: int = 8
     node_name: str = "actorbroker"

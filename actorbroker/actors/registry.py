@@ -18,10 +18,26 @@ On ``AddSubscriptions`` it updates the trie, tells every matching topic
 actor ``SubscribersChanged`` and only then answers the session
 (``SubscriptionsAdded`` with the matching retained messages, one per topic):
 a publish sent after the client saw its SUBACK is behind the change in the
-topic actor's inbox. ``RouteViaRegistry`` updates the retained index (an
-empty payload clears it, [MQTT-3.3.1-10]/[MQTT-3.3.1-11]), starts the topic
-actor if there is none (without waiting for it: see :mod:`.topic_table`),
-forwards the batch and answers ``Routed``.
+topic actor's inbox. ``RouteViaRegistry`` (or ``RouteBatchViaRegistry``,
+several topics at once) updates the retained index (an empty payload clears
+it, [MQTT-3.3.1-10]/[MQTT-3.3.1-11]), forwards the batch to the topic's actor
+if it has one, and answers ``Routed``.
+
+Cold and hot topics: a topic actor pays off for a topic that keeps being
+published to (its subscribers are matched once; batches go straight from
+the publishing sessions to it). For a topic published to once, or once a
+minute, starting an actor (a supervisor round trip, a monitor, a name, a
+few KiB) costs far more than the publish, and 100k such topics would hold
+100k actors. So the registry delivers a *cold* topic's batch itself: it
+matches the trie and tells each subscriber's session, by the same rules a
+topic actor applies (:class:`~.subscribers.TopicSubscribers`). A topic
+routed again within ``topic_hot_window`` seconds (:class:`~.topic_table.HotTopics`),
+or matching a shared group (whose strategy keeps per-topic turns), is *hot*:
+the registry starts its actor (without waiting for it: see
+:mod:`.topic_table`), and the actor stops after ``topic_idle`` seconds
+without a publish. Order per topic holds across the switch: a publisher's
+batches go through the registry until its actor is named (see
+:mod:`.publish_route`).
 
 MQTT 5: grants of subscriptions with options carry them (``(qos, epoch,
 SubOptions)``); shared subscriptions (``$share/{group}/{filter}`` of an MQTT
@@ -31,9 +47,9 @@ retained messages ([MQTT-3.3.1-9]: only new non-shared subscriptions do),
 and ``RedeliverShared`` gives what a leaving member hands back to another
 member (see :mod:`.shared`).
 
-A topic actor that dies is forgotten (Down); the next publish to its topic
-starts a new one with the current subscribers and retained message, so a
-crash costs at most the batches that were in its inbox. The registry never
+A topic actor that dies is forgotten (Down); the next publishes to its topic
+are routed as a cold topic's, or start a new actor with the current
+subscribers, so a crash costs at most the batches that were in its inbox. The registry never
 asks a session or a topic actor (never ask around a cycle).
 """
 
@@ -57,6 +73,7 @@ from .messages import (
     PublishBatch,
     RedeliverShared,
     RemoveSubscriptions,
+    RouteBatchViaRegistry,
     RouteViaRegistry,
     Routed,
     SessionEnded,
@@ -73,8 +90,9 @@ from .node import Node
 from .registry_durable import DurableRegistry
 from .keeper import Sleeping
 from .shared import Reachable, SharedIndex, hash_key, pick, queue_asleep
+from .subscribers import TopicSubscribers
 from .topic import TopicActor
-from .topic_table import TopicTable
+from .topic_table import HotTopics, TopicTable
 
 __all__ = ["RegistryActor"]
 
@@ -105,6 +123,7 @@ class RegistryActor(DurableRegistry, LoopActor):
         self._retained: RetainedIndex[AppMessage] = RetainedIndex()
         self._live = TopicTable(node, self.actor_ref)  # topic -> topic actor (or its port)
         self._shared = SharedIndex(node.settings.shared_strategy)
+        self._hot = HotTopics(node.settings.topic_hot_window)
 
     async def on_start(self) -> None:  # type: ignore[override]
         await self._load_durable()  # registry_durable.py: what the commit log holds
@@ -137,8 +156,13 @@ class RegistryActor(DurableRegistry, LoopActor):
     def on_receive(self, message: Any) -> Any:
         cls = type(message)
         if cls is RouteViaRegistry:
-            return self._route(message)
-        if cls is AddSubscriptions:
+            self._route(message.topic, message.messages)
+            _tell(message.reply_to, Routed((message.topic,)))
+        elif cls is RouteBatchViaRegistry:
+            for topic, messages in message.routes:
+                self._route(topic, messages)
+            _tell(message.reply_to, Routed(tuple(topic for topic, _ in message.routes)))
+        elif cls is AddSubscriptions:
             self._subscribe(message)
         elif cls is RemoveSubscriptions:
             self._unsubscribe(message)
@@ -283,8 +307,7 @@ class RegistryActor(DurableRegistry, LoopActor):
 
     # -- publishing ------------------------------------------------------------
 
-    def _route(self, request: RouteViaRegistry) -> None:
-        topic, messages = request.topic, request.messages
+    def _route(self, topic: str, messages: tuple[AppMessage, ...]) -> None:
         for message in messages:
             if message.retain:
                 self._retain(message)
@@ -292,12 +315,18 @@ class RegistryActor(DurableRegistry, LoopActor):
         if ref is not None:
             try:
                 ref.tell(PublishBatch(messages))  # a ref, or the port of one starting
-                _tell(request.reply_to, Routed(topic))
                 return
             except ActorDeadError:
                 self._forget(topic, ref)
-        self._start_topic(topic).tell(PublishBatch(messages))
-        _tell(request.reply_to, Routed(topic))
+        if self._hot.seen(topic, self.actor_loop.time()) or (
+                len(self._shared) and self._shared.match(topic)):
+            self._start_topic(topic).tell(PublishBatch(messages))
+            return
+        subscribers = self._subscribers(topic)  # cold: no actor (see the module doc)
+        if subscribers:
+            node = self._node
+            TopicSubscribers(subscribers).deliver(messages, node.names.sessions,
+                                                  node.metrics, topic)
 
     def _retain(self, message: AppMessage) -> None:
         self._journal_retained(message)  # registry_durable.py: QoS 0 changes
@@ -311,15 +340,19 @@ class RegistryActor(DurableRegistry, LoopActor):
             self._node.metrics.drop("retained_limit", client_id=message.publisher, topic=topic)
         self._node.metrics.retained = len(index)
 
-    def _start_topic(self, topic: str) -> Any:
-        """Start the topic actor of ``topic``; return the port that stands for it meanwhile."""
+    def _subscribers(self, topic: str) -> dict[str, dict[str, Grant]]:
+        """Client id -> {filter: grant} of the plain subscriptions matching ``topic``."""
         subscribers: dict[str, dict[str, Grant]] = {}
         for topic_filter, members in self._trie.match_filters(topic):
             for client_id, grant in members.items():
                 subscribers.setdefault(client_id, {})[topic_filter] = grant
+        return subscribers
+
+    def _start_topic(self, topic: str) -> Any:
+        """Start the topic actor of ``topic``; return the port that stands for it meanwhile."""
         shared = self._shared.match(topic) if len(self._shared) else None
         return self._live.start(topic, partial(
-            TopicActor.start, topic, subscribers, self._retained.get(topic), self._node, shared))
+            TopicActor.start, topic, self._subscribers(topic), self._node, shared))
 
     # -- topic actors ending -----------------------------------------------------
 
@@ -329,9 +362,8 @@ class RegistryActor(DurableRegistry, LoopActor):
     def _topic_idle(self, topic: str, ref: ActorRef[Any]) -> None:
         if self._live.get(topic) is not ref:
             return
-        if topic in self._retained or self._trie.match_filters(topic) or (
-                len(self._shared) and self._shared.match(topic)):
-            return  # the topic actor hears of it (SubscribersChanged / PublishBatch)
+        # Its subscribers stay in the trie and its retained message in the index:
+        # the next hot publish starts a new actor with both.
         self._forget(topic, ref)
         _tell(ref, StopTopic())
 

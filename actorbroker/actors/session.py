@@ -21,12 +21,8 @@ dropped and counted ``queue_full``, as Mosquitto does); ``Drained`` releases
 the queue 64 deliveries at a time while the connection keeps up.
 
 Publishing: a batch goes straight to the topic actor found in the name
-table. It goes through the registry instead (``RouteViaRegistry``) when
-there is no topic actor yet, when a message has RETAIN set (the registry
-holds the retained index), or while an earlier batch of the same topic is
-still on its way through the registry: the session counts those per topic
-until the registry answers ``Routed``, so one publisher's messages to one
-topic are never reordered ([MQTT-4.6.0-6]).
+table, or through the registry, never reordered per topic ([MQTT-4.6.0-6]):
+see :mod:`.publish_route`.
 
 A QoS 1 PUBACK / QoS 2 PUBREC (``Route.ack``) is sent after its message was
 handed on: that is the "accepted" step. The durability issue will hold the
@@ -81,9 +77,7 @@ from .messages import (
     Deliver,
     DeliverMatched,
     DeliverShared,
-    PublishBatch,
     RemoveSubscriptions,
-    RouteViaRegistry,
     Routed,
     SessionEnded,
     SessionStarted,
@@ -95,6 +89,7 @@ from .durable_messages import Durable, Fetched, NotDurable
 from .durability import RetryJournal
 from .faults import CrashForTest, crash_for_test
 from .node import Node
+from .publish_route import PublishRouter
 from .session5 import Mqtt5Session
 from .session_durable import DurableSession, disconnect_cause
 from .session_retry import Retransmit, Retransmitting
@@ -127,7 +122,7 @@ class SessionActor(Mqtt5Session, DurableSession, Retransmitting, LoopActor):
         self._conn_id = 0
         self._close_reason: str | None = None
         self._timers: dict[str, Any] = {}
-        self._via_registry: dict[str, int] = {}  # topic -> RouteViaRegistry not yet Routed
+        self._router = PublishRouter(node, self.actor_ref)
         self._forward: dict[int, Any] = {}  # conn id -> port of a connection handed back
         self._retired = False
         self._restarted = restarted
@@ -139,7 +134,7 @@ class SessionActor(Mqtt5Session, DurableSession, Retransmitting, LoopActor):
     @property
     def via_registry(self) -> dict[str, int]:
         """Topics whose batches are on their way through the registry, and how many."""
-        return dict(self._via_registry)
+        return dict(self._router.via)
 
     @property
     def epoch(self) -> int:
@@ -223,7 +218,7 @@ class SessionActor(Mqtt5Session, DurableSession, Retransmitting, LoopActor):
         elif cls is Deliver:
             self._deliver(message)
         elif cls is Routed:
-            self._routed(message.topic)
+            self._router.routed(message.topics)
         elif cls is Attach:
             self._attach(message)
         elif cls is ConnectionLost:
@@ -326,13 +321,6 @@ class SessionActor(Mqtt5Session, DurableSession, Retransmitting, LoopActor):
             if conn.congested:
                 core.hold_output()
                 return
-
-    def _routed(self, topic: str) -> None:
-        left = self._via_registry.get(topic, 0) - 1
-        if left > 0:
-            self._via_registry[topic] = left
-        else:
-            self._via_registry.pop(topic, None)
 
     def _attach(self, attach: Attach) -> None:
         conn = attach.conn
@@ -468,24 +456,8 @@ class SessionActor(Mqtt5Session, DurableSession, Retransmitting, LoopActor):
             self._retransmit_sent()
 
     def _route(self, routes: dict[str, list[AppMessage]]) -> dict[str, list[AppMessage]]:
-        """Hand each topic's batch to its topic actor, or to the registry (see the module doc).
-
-        Returns a new empty dict for the routes to come.
-        """
-        topics = self._names.topics
-        via = self._via_registry
-        for topic, messages in routes.items():
-            batch = tuple(messages)
-            if topic not in via and not any(m.retain for m in messages):
-                ref = topics.get(topic)
-                if ref is not None:
-                    try:
-                        ref.tell(PublishBatch(batch))
-                        continue
-                    except ActorDeadError:
-                        pass  # it just died: the registry starts a new one
-            via[topic] = via.get(topic, 0) + 1
-            self._node.registry().tell(RouteViaRegistry(topic, batch, self.actor_ref))
+        """Hand the batches on (see :mod:`.publish_route`); a new empty dict for the next."""
+        self._router.route(routes)
         return {}
 
     def _registry_request(self, effect: Effect) -> None:

@@ -1,4 +1,4 @@
-"""Actors layer: the registry's table of live topic actors, started without waiting. Stdlib, pykka, supervisors, routing.
+"""Actors layer: the registry's table of live topic actors, started without waiting, and which topics are hot. Stdlib, pykka, supervisors, routing.
 
 :class:`TopicTable` is the registry's own state (used from its handlers
 only): topic -> the ref of its topic actor, in a
@@ -44,7 +44,7 @@ from supervisors import (
 from .messages import PublishBatch, StopTopic, TopicStarted
 from .node import Node
 
-__all__ = ["TopicPort", "TopicTable"]
+__all__ = ["HotTopics", "TopicPort", "TopicTable"]
 
 log = logging.getLogger("actorbroker.registry")
 
@@ -174,3 +174,37 @@ class TopicTable:
             demonitor(entry[1])
         self._node.metrics.topics = len(self._live)
 
+
+
+class HotTopics:
+    """Which topics are hot: routed again within ``window`` seconds of an earlier publish.
+
+    Two generations of topics seen, each covering one window (at most
+    :data:`MAX_RECENT` topics; past that a generation ends early): a topic
+    in either is hot. So RAM stays bounded by the publish rate, and a topic
+    published once (or once a minute) never costs a topic actor.
+    """
+
+    __slots__ = ("_older", "_recent", "_until", "window")
+
+    MAX_RECENT = 65536
+
+    def __init__(self, window: float) -> None:
+        self.window = window
+        self._recent: set[str] = set()
+        self._older: set[str] = set()
+        self._until = 0.0
+
+    def seen(self, topic: str, now: float) -> bool:
+        """Note a publish to ``topic`` at ``now``; True if the topic is hot."""
+        if self.window <= 0:
+            return True
+        if now >= self._until or len(self._recent) >= self.MAX_RECENT:
+            # After a quiet spell longer than a window nothing seen is recent any more.
+            self._older = set() if now >= self._until + self.window else self._recent
+            self._recent = set()
+            self._until = now + self.window
+        if topic in self._recent or topic in self._older:
+            return True
+        self._recent.add(topic)
+        return False

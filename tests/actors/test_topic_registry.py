@@ -1,4 +1,4 @@
-"""TopicActor and RegistryActor: creation, ordering, idle stop, crash recovery, the port."""
+"""TopicActor and RegistryActor: cold and hot topics, ordering, idle stop, crash recovery, the port."""
 
 from __future__ import annotations
 
@@ -21,26 +21,55 @@ async def _subscribe(conn: FakeConnection, topic_filter: str, qos: int = 0) -> N
     await conn.expect(SubAck, before + 1)
 
 
-def test_the_first_publishes_create_the_topic_actor_and_keep_their_order(run: Run) -> None:
+def test_a_cold_topic_is_routed_by_the_registry_and_a_hot_one_gets_an_actor_in_order(
+        run: Run) -> None:
     async def main() -> None:
         async with Harness() as h:
             sub = await h.connect("s")
             await _subscribe(sub, "t/+")
             pub = await h.connect("p")
-            assert "t/1" not in h.node.names.topics
             pub.feed(*[Publish("t/1", str(i).encode(), 1, packet_id=i) for i in range(1, 4)])
+            await sub.expect(Publish, 3)
+            assert "t/1" not in h.node.names.topics  # cold: the registry delivered it
+            assert h.node.metrics.topics == 0
             pub.feed(*[Publish("t/1", str(i).encode(), 1, packet_id=i) for i in range(4, 7)])
-            got = await sub.expect(Publish, 6)
-            assert [p.payload for p in got] == [str(i).encode() for i in range(1, 7)]
-            assert "t/1" in h.node.names.topics  # named by the registry
+            await sub.expect(Publish, 6)
+            await eventually(lambda: "t/1" in h.node.names.topics)  # hot: named by the registry
+            pub.feed(*[Publish("t/1", str(i).encode(), 1, packet_id=i) for i in range(7, 10)])
+            got = await sub.expect(Publish, 9)
+            assert [p.payload for p in got] == [str(i).encode() for i in range(1, 10)]
             session = h.node.names.sessions["p"]
             assert await session.proxy().via_registry == {}  # every Routed came back
     run(main())
 
 
-def test_a_subscription_reaches_running_topic_actors_before_the_suback(run: Run) -> None:
+def test_topics_published_once_cost_no_actor(run: Run) -> None:
     async def main() -> None:
         async with Harness() as h:
+            sub = await h.connect("s")
+            await _subscribe(sub, "many/#")
+            pub = await h.connect("p")
+            pub.feed(*[Publish(f"many/{i}", b"x", 0) for i in range(500)])
+            got = await sub.expect(Publish, 500)
+            assert sorted(p.topic for p in got) == sorted(f"many/{i}" for i in range(500))
+            assert h.node.metrics.topics == 0
+            assert await h.node.refs.registry.proxy().live_topics() == []
+    run(main())
+
+
+def test_with_no_hot_window_every_topic_gets_an_actor(run: Run) -> None:
+    async def main() -> None:
+        async with Harness(topic_hot_window=0) as h:
+            pub = await h.connect("p")
+            pub.feed(Publish("once", b"x", 1, packet_id=1))
+            await pub.expect(PubAck)
+            await eventually(lambda: "once" in h.node.names.topics)
+    run(main())
+
+
+def test_a_subscription_reaches_running_topic_actors_before_the_suback(run: Run) -> None:
+    async def main() -> None:
+        async with Harness(topic_hot_window=0) as h:
             pub = await h.connect("p")
             pub.feed(Publish("live/a", b"creates the actor", 1, packet_id=1))
             await pub.expect(PubAck)
@@ -53,49 +82,38 @@ def test_a_subscription_reaches_running_topic_actors_before_the_suback(run: Run)
     run(main())
 
 
-def test_an_idle_topic_actor_stops_and_comes_back(run: Run) -> None:
+def test_an_idle_topic_actor_stops_and_comes_back_with_its_subscribers(run: Run) -> None:
     async def main() -> None:
-        async with Harness(topic_idle=0.05) as h:
-            pub = await h.connect("p")
-            pub.feed(Publish("lonely", b"nobody listens", 0))
-            ref = await eventually(lambda: h.node.names.topics.get("lonely"))
-            await eventually(lambda: not ref.is_alive())
-            assert "lonely" not in h.node.names.topics
-            assert h.node.metrics.topics == 0
+        async with Harness(topic_idle=0.05, topic_hot_window=0) as h:
             sub = await h.connect("s")
-            await _subscribe(sub, "lonely")
-            pub.feed(Publish("lonely", b"now someone does", 0))
-            [message] = await sub.expect(Publish)
-            assert message.payload == b"now someone does"
-    run(main())
-
-
-def test_topic_actors_with_subscribers_or_retained_do_not_stop(run: Run) -> None:
-    async def main() -> None:
-        async with Harness(topic_idle=0.02) as h:
-            sub = await h.connect("s")
-            await _subscribe(sub, "busy")
+            await _subscribe(sub, "quiet")
             pub = await h.connect("p")
-            pub.feed(Publish("busy", b"1", 0), Publish("kept", b"r", 0, retain=True))
+            pub.feed(Publish("quiet", b"1", 0), Publish("kept", b"r", 0, retain=True))
             await sub.expect(Publish)
-            busy = await eventually(lambda: h.node.names.topics.get("busy"))
+            ref = await eventually(lambda: h.node.names.topics.get("quiet"))
             kept = await eventually(lambda: h.node.names.topics.get("kept"))
-            pub.feed(Publish("gone", b"x", 0))
-            gone = await eventually(lambda: h.node.names.topics.get("gone"))
-            await eventually(lambda: not gone.is_alive())  # several idle periods passed
-            assert busy.is_alive() and kept.is_alive()
+            await eventually(lambda: not ref.is_alive() and not kept.is_alive())
+            assert "quiet" not in h.node.names.topics
+            assert h.node.metrics.topics == 0
+            pub.feed(Publish("quiet", b"2", 0))  # a new actor, with the trie's subscribers
+            [_, message] = await sub.expect(Publish, 2)
+            assert message.payload == b"2"
+            late = await h.connect("late")
+            await _subscribe(late, "kept")  # the registry kept the retained message
+            [retained] = await late.expect(Publish)
+            assert (retained.payload, retained.retain) == (b"r", True)
     run(main())
 
 
-def test_a_crashed_topic_actor_is_replaced_with_its_subscribers_and_retained(run: Run) -> None:
+def test_a_crashed_topic_actor_is_replaced_with_its_subscribers(run: Run) -> None:
     async def main() -> None:
-        async with Harness() as h:
+        async with Harness(topic_hot_window=0) as h:
             sub = await h.connect("s")
             await _subscribe(sub, "fragile", 1)
             pub = await h.connect("p")
             pub.feed(Publish("fragile", b"kept", 1, retain=True, packet_id=1))
             await sub.expect(Publish)
-            ref = h.node.names.topics["fragile"]
+            ref = await eventually(lambda: h.node.names.topics.get("fragile"))
             ref.tell("not a message")  # crash: a temporary child, never restarted
             await eventually(lambda: "fragile" not in h.node.names.topics)
             pub.feed(Publish("fragile", b"after", 1, packet_id=2))
@@ -103,14 +121,15 @@ def test_a_crashed_topic_actor_is_replaced_with_its_subscribers_and_retained(run
             assert after.payload == b"after"
             new = h.node.names.topics["fragile"]
             assert new is not ref
-            assert (await new.proxy().retained).payload == b"kept"
             assert await new.proxy().subscribers == {"s": 1}
+            registry = h.node.refs.registry.proxy()
+            assert (await registry.retained_message("fragile")).payload == b"kept"
     run(main())
 
 
 def test_registry_keeps_one_copy_per_client_at_the_highest_qos(run: Run) -> None:
     async def main() -> None:
-        async with Harness() as h:
+        async with Harness(topic_hot_window=0) as h:
             sub = await h.connect("s")
             sub.feed(Subscribe(1, (Subscription("x/#", 0), Subscription("x/+", 1),
                                    Subscription("x/y", 2))))

@@ -1,0 +1,70 @@
+"""Actors layer: where a session sends what its client publishes, in order per topic. Stdlib, pykka, session.
+
+A session hands each topic's batch straight to the topic actor found in the
+name table. It goes through the registry instead when there is no topic
+actor (a cold topic: the registry delivers it or starts an actor), when a
+message has RETAIN set (the registry holds the retained index), or while an
+earlier batch of the same topic is still on its way through the registry:
+:class:`PublishRouter` counts those per topic until the registry answers
+``Routed``, so one publisher's messages to one topic are never reordered
+([MQTT-4.6.0-6]). All of one call's registry-bound batches travel in one
+``RouteBatchViaRegistry`` with one ``Routed`` back: a read that publishes
+to a hundred cold topics costs the session and the registry one message
+each way, not a hundred.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pykka import ActorDeadError
+
+from actorbroker.session import AppMessage
+
+from .messages import PublishBatch, RouteBatchViaRegistry, RouteViaRegistry
+
+__all__ = ["PublishRouter"]
+
+
+class PublishRouter:
+    """One session's routing of published batches (see the module doc)."""
+
+    __slots__ = ("_node", "_owner", "via")
+
+    def __init__(self, node: Any, owner: Any) -> None:
+        self._node = node
+        self._owner = owner  # the session's ref: where Routed comes back
+        self.via: dict[str, int] = {}  # topic -> batches through the registry not yet Routed
+
+    def route(self, routes: dict[str, list[AppMessage]]) -> None:
+        """Hand each topic's batch to its topic actor, or to the registry."""
+        topics = self._node.names.topics
+        via = self.via
+        pending: list[tuple[str, tuple[AppMessage, ...]]] = []
+        for topic, messages in routes.items():
+            batch = tuple(messages)
+            if topic not in via and not any(m.retain for m in messages):
+                ref = topics.get(topic)
+                if ref is not None:
+                    try:
+                        ref.tell(PublishBatch(batch))
+                        continue
+                    except ActorDeadError:
+                        pass  # it just died: the registry starts a new one
+            via[topic] = via.get(topic, 0) + 1
+            pending.append((topic, batch))
+        if len(pending) == 1:
+            topic, batch = pending[0]
+            self._node.registry().tell(RouteViaRegistry(topic, batch, self._owner))
+        elif pending:
+            self._node.registry().tell(RouteBatchViaRegistry(tuple(pending), self._owner))
+
+    def routed(self, topics: tuple[str, ...]) -> None:
+        """The registry handled one batch of each of ``topics``."""
+        via = self.via
+        for topic in topics:
+            left = via.get(topic, 0) - 1
+            if left > 0:
+                via[topic] = left
+            else:
+                via.pop(topic, None)

@@ -25,19 +25,15 @@ table, or through the registry, never reordered per topic ([MQTT-4.6.0-6]):
 see :mod:`.publish_route`.
 
 A QoS 1 PUBACK / QoS 2 PUBREC (``Route.ack``) is sent after its message was
-handed on: that is the "accepted" step. The durability issue will hold the
-acks there until the commit log is synced.
+handed on (the "accepted" step); :mod:`.durability` holds it until the
+commit log has the record.
 
 Life: started by the gateway (or restarted by its supervisor after a
-crash); ``on_start`` registers the name and asks the registry for the
-subscriptions of a persistent session whose previous actor died. When the
-session ends (clean session disconnected, expiry) the actor *retires*: it
-drops its name and stops; an ``Attach`` that reached it meanwhile goes back
-to the gateway (``redispatch``), with the messages of that connection.
-
-MQTT 5 messages and effects are handled by :class:`~.session5.Mqtt5Session`;
-the actor keeps its client id in the name table's ``online`` set while a
-connection is attached (shared subscriptions prefer online members).
+crash); ``on_start`` registers the name and takes back the subscriptions
+(and durable state) of a persistent session. Connections come and go
+(:mod:`.session_conn`). When the session ends (clean session disconnected,
+expiry) the actor *retires*: it drops its name and stops. MQTT 5 messages
+and effects are handled by :class:`~.session5.Mqtt5Session`.
 """
 
 from __future__ import annotations
@@ -65,7 +61,6 @@ from actorbroker.session import (
     Route,
     Send,
     SessionCore,
-    SessionState,
     StartTimer,
 )
 from supervisors import LoopActor
@@ -91,24 +86,19 @@ from .faults import CrashForTest, crash_for_test
 from .node import Node
 from .publish_route import PublishRouter
 from .session5 import Mqtt5Session
-from .session_durable import DurableSession, disconnect_cause
+from .session_conn import CHUNK as _CHUNK
+from .session_conn import ConnectionLifecycle, peer
+from .session_durable import DurableSession
 from .session_retry import Retransmit, Retransmitting
 
 __all__ = ["SessionActor"]
 
 log = logging.getLogger("actorbroker.session")
 
-_VERSIONS = {3: "3.1", 4: "3.1.1", 5: "5.0"}
-#: Deliveries written per conn.send while a big batch or a drained queue goes out.
-_CHUNK = 64
 
 
-def _peer(conn: Any) -> str:
-    host, port = conn.peer
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-class SessionActor(Mqtt5Session, DurableSession, Retransmitting, LoopActor):
+class SessionActor(ConnectionLifecycle, Mqtt5Session, DurableSession, Retransmitting,
+                   LoopActor):
     """The session of one client id (see the module doc)."""
 
     def __init__(self, client_id: str, node: Node, *, restarted: bool = False) -> None:
@@ -197,7 +187,7 @@ class SessionActor(Mqtt5Session, DurableSession, Retransmitting, LoopActor):
         if conn is not None:
             self._names.online.discard(self.client_id)
             self._metrics.disconnected()
-            log.info("client %r disconnected from %s: %s", self.client_id, _peer(conn), reason)
+            log.info("client %r disconnected from %s: %s", self.client_id, peer(conn), reason)
             conn.close(reason=reason)
 
     def _retire(self) -> None:
@@ -253,16 +243,6 @@ class SessionActor(Mqtt5Session, DurableSession, Retransmitting, LoopActor):
         else:
             raise TypeError(f"session {self.client_id!r}: unexpected message {message!r}")
 
-    def _forward_or(self, conn_id: int, message: Any) -> bool:
-        """Pass a message of a handed-back connection on; False if it is not one."""
-        port = self._forward.get(conn_id)
-        if port is None:
-            return False
-        if type(message) is ConnectionLost:
-            del self._forward[conn_id]
-        port.tell(message)
-        return True
-
     def _inbound(self, message: Inbound) -> None:
         conn = self._conn
         if conn is None or message.conn_id != self._conn_id:
@@ -306,88 +286,6 @@ class SessionActor(Mqtt5Session, DurableSession, Retransmitting, LoopActor):
                 if conn.congested:
                     core.hold_output()
         self._run(effects)
-
-    def _drained(self, message: Drained) -> None:
-        conn, core = self._conn, self._core
-        if conn is None or message.conn_id != self._conn_id:
-            self._forward_or(message.conn_id, message)
-            return
-        now = self._now()
-        while core.attached:
-            effects = core.release_output(now, _CHUNK)
-            if not effects:
-                return  # queue empty, or waiting for the inflight window
-            self._run(effects)
-            if conn.congested:
-                core.hold_output()
-                return
-
-    def _attach(self, attach: Attach) -> None:
-        conn = attach.conn
-        if self._retired:
-            self._forward[conn.conn_id] = attach.port
-            gateway = self._node.gateway
-            assert gateway is not None
-            gateway.redispatch(attach)
-            return
-        if conn.closed:
-            log.info("client %r from %s: connection closed before it was attached",
-                     self.client_id, _peer(conn))
-            if self._core.state is SessionState.NEW and self._conn is None:
-                self._retire()  # started for this connection alone: nothing to keep
-            return
-        now = self._now()
-        old = self._conn
-        if old is not None:
-            log.info("client %r disconnected from %s: taken over by a new connection from %s"
-                     " [MQTT-3.1.4-2]", self.client_id, _peer(old), _peer(conn))
-            self._close_reason = None
-            self._run(self._core.take_over(now))  # closes the old connection, maybe its Will
-            self._conn = None
-            self._metrics.disconnected()
-        resumed = not attach.connect.clean_start and self._core.subscriptions
-        self._conn, self._conn_id = conn, conn.conn_id
-        self._metrics.connected()
-        connect = attach.connect
-        log.info("client %r connected from %s (MQTT %s, clean session %d, keepalive %ds%s%s)",
-                 self.client_id, _peer(conn), _VERSIONS.get(connect.protocol_level, "?"),
-                 connect.clean_start, connect.keepalive,
-                 ", id assigned" if attach.assigned else "",
-                 ", session resumed" if resumed else "")
-        self._names.online.add(self.client_id)
-        self._reauth = None
-        self._retransmit_reset()
-        effects = self._core.attach(connect, now, assigned=attach.assigned,
-                                    auth_data=attach.auth_data)
-        durability = self._durability
-        if durability is not None:
-            durability.attached(connect, self._core, _peer(conn), now)
-        self._run(effects)
-        if durability is not None:
-            durability.pump()
-
-    def _lost(self, message: ConnectionLost) -> None:
-        conn = self._conn
-        if conn is None or message.conn_id != self._conn_id:
-            self._forward_or(message.conn_id, message)  # else: a taken-over connection
-            return
-        self._conn = None
-        self._names.online.discard(self.client_id)
-        self._retransmit_reset()
-        durability = self._durability
-        if durability is None:
-            self._metrics.disconnected()
-        reason = self._close_reason or message.reason
-        self._close_reason = None
-        log.info("client %r disconnected from %s: %s", self.client_id, _peer(conn), reason)
-        effects = self._core.detach(self._now())
-        if durability is not None:
-            durability.detached(self._core, reason, disconnect_cause(
-                reason, client_sent_disconnect=False))
-        self._run(effects)
-        if durability is not None:  # counted once its Will is routed (after the log has it)
-            durability.when_released(self._metrics.disconnected)
-            durability.settle()
 
     # -- effects ---------------------------------------------------------------
 

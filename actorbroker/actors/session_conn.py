@@ -1,0 +1,157 @@
+"""Actors layer: a session's connections coming and going, as a SessionActor mixin. Stdlib, pykka, codec, session.
+
+A session outlives its connections. ``Attach`` hands it a new one (a
+CONNECT the gateway routed here): a connection still attached is taken over
+([MQTT-3.1.4-2]: closed, its Will published if due), the core attaches the
+new one and the durable state, if any, resumes. ``ConnectionLost`` detaches
+it: the core decides about the Will and the session's end, and a durable
+session may hibernate once nothing is pending. ``Drained`` (the socket took
+what was buffered) releases the queue held while it was congested. A session that is retiring
+hands an ``Attach`` back to the gateway and forwards what later arrives for
+that connection (:meth:`ConnectionLifecycle._forward_or`). The client id is in
+the name table's ``online`` set while a connection is attached (shared
+subscriptions prefer online members).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from actorbroker.messages import ConnectionLost, Drained
+from actorbroker.session import SessionCore, SessionState
+
+from .messages import Attach
+from .session_durable import disconnect_cause
+
+__all__ = ["CHUNK", "ConnectionLifecycle", "peer"]
+
+log = logging.getLogger("actorbroker.session")
+
+_VERSIONS = {3: "3.1", 4: "3.1.1", 5: "5.0"}
+#: Deliveries written per conn.send while a big batch or a drained queue goes out.
+CHUNK = 64
+
+
+def peer(conn: Any) -> str:
+    """``host:port`` of a connection's peer, for the log."""
+    host, port = conn.peer
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+class ConnectionLifecycle:
+    """What SessionActor does when connections attach and go (see the module doc)."""
+
+    client_id: str
+    _core: SessionCore
+    _conn: Any
+    _conn_id: int
+    _close_reason: str | None
+    _forward: dict[int, Any]
+    _retired: bool
+    _reauth: Any
+    _durability: Any
+    _node: Any
+    _names: Any
+    _metrics: Any
+
+    if TYPE_CHECKING:
+        def _run(self, effects: list[Any]) -> None: ...
+
+        def _retire(self) -> None: ...
+
+        def _now(self) -> float: ...
+
+        def _retransmit_reset(self) -> None: ...
+
+    def _forward_or(self, conn_id: int, message: Any) -> bool:
+        """Pass a message of a handed-back connection on; False if it is not one."""
+        port = self._forward.get(conn_id)
+        if port is None:
+            return False
+        if type(message) is ConnectionLost:
+            del self._forward[conn_id]
+        port.tell(message)
+        return True
+
+    def _attach(self, attach: Attach) -> None:
+        conn = attach.conn
+        if self._retired:
+            self._forward[conn.conn_id] = attach.port
+            gateway = self._node.gateway
+            assert gateway is not None
+            gateway.redispatch(attach)
+            return
+        if conn.closed:
+            log.info("client %r from %s: connection closed before it was attached",
+                     self.client_id, peer(conn))
+            if self._core.state is SessionState.NEW and self._conn is None:
+                self._retire()  # started for this connection alone: nothing to keep
+            return
+        now = self._now()
+        old = self._conn
+        if old is not None:
+            log.info("client %r disconnected from %s: taken over by a new connection from %s"
+                     " [MQTT-3.1.4-2]", self.client_id, peer(old), peer(conn))
+            self._close_reason = None
+            self._run(self._core.take_over(now))  # closes the old connection, maybe its Will
+            self._conn = None
+            self._metrics.disconnected()
+        resumed = not attach.connect.clean_start and self._core.subscriptions
+        self._conn, self._conn_id = conn, conn.conn_id
+        self._metrics.connected()
+        connect = attach.connect
+        log.info("client %r connected from %s (MQTT %s, clean session %d, keepalive %ds%s%s)",
+                 self.client_id, peer(conn), _VERSIONS.get(connect.protocol_level, "?"),
+                 connect.clean_start, connect.keepalive,
+                 ", id assigned" if attach.assigned else "",
+                 ", session resumed" if resumed else "")
+        self._names.online.add(self.client_id)
+        self._reauth = None
+        self._retransmit_reset()
+        effects = self._core.attach(connect, now, assigned=attach.assigned,
+                                    auth_data=attach.auth_data)
+        durability = self._durability
+        if durability is not None:
+            durability.attached(connect, self._core, peer(conn), now)
+        self._run(effects)
+        if durability is not None:
+            durability.pump()
+
+    def _lost(self, message: ConnectionLost) -> None:
+        conn = self._conn
+        if conn is None or message.conn_id != self._conn_id:
+            self._forward_or(message.conn_id, message)  # else: a taken-over connection
+            return
+        self._conn = None
+        self._names.online.discard(self.client_id)
+        self._retransmit_reset()
+        durability = self._durability
+        if durability is None:
+            self._metrics.disconnected()
+        reason = self._close_reason or message.reason
+        self._close_reason = None
+        log.info("client %r disconnected from %s: %s", self.client_id, peer(conn), reason)
+        effects = self._core.detach(self._now())
+        if durability is not None:
+            durability.detached(self._core, reason, disconnect_cause(
+                reason, client_sent_disconnect=False))
+        self._run(effects)
+        if durability is not None:  # counted once its Will is routed (after the log has it)
+            durability.when_released(self._metrics.disconnected)
+            durability.settle()
+
+    def _drained(self, message: Drained) -> None:
+        conn, core = self._conn, self._core
+        if conn is None or message.conn_id != self._conn_id:
+            self._forward_or(message.conn_id, message)
+            return
+        now = self._now()
+        while core.attached:
+            effects = core.release_output(now, CHUNK)
+            if not effects:
+                return  # queue empty, or waiting for the inflight window
+            self._run(effects)
+            if conn.congested:
+                core.hold_output()
+                return

@@ -14,8 +14,9 @@ fsync and os); the actor calls it at a few seams and it never blocks:
   their offsets, then the acks); ``NotDurable`` refuses the publishes. Later
   effects queue behind. A durable session's refused state records are sent
   again with exponential backoff.
-* **Resumed queue** (:mod:`.resumed_queue`) and **hibernation** (:meth:`settle`,
-  actors/keeper.py).
+* **Resumed queue** (:mod:`.resumed_queue`), **Wills** (:mod:`.session_wills`:
+  ``WillSent``/``WillCleared``, a Will taken back from the log) and
+  **hibernation** (:meth:`settle`, actors/keeper.py).
 
 What is held for what: docs/storage.md, "Durable sessions".
 """
@@ -39,16 +40,9 @@ from actorbroker.durable.journal import (
     subscribed_records,
     will_record,
 )
-from actorbroker.persistence.records import (
-    DisconnectCause,
-    Publish,
-    Record,
-    SessionDisconnected,
-    SessionDropped,
-    SessionExpired,
-    Unsubscribed,
-    WillSent,
-)
+from actorbroker.persistence.records import (DisconnectCause, Publish, Record,
+                                             SessionDisconnected, SessionDropped, SessionExpired,
+                                             Unsubscribed, WillSent)
 from actorbroker.session import (
     AppMessage,
     Dropped,
@@ -64,16 +58,10 @@ from actorbroker.session import (
 )
 from actorbroker.session.backoff import Backoff, BackoffPolicy
 
-from .durable_messages import (
-    Append,
-    Durable,
-    Fetched,
-    NotDurable,
-    RetryJournal,
-    SessionLoad,
-)
+from .durable_messages import Append, Durable, Fetched, NotDurable, RetryJournal, SessionLoad
 from .held import STOP, UNHELD, Held, expiry_of, now_us
 from .resumed_queue import ResumedQueue
+from .session_wills import SessionWills
 
 __all__ = ["DurabilitySettings", "RetryJournal", "SessionDurability"]
 
@@ -102,6 +90,7 @@ class SessionDurability:
         self.hibernated = False
         self.releasing = False
         self.resumed = ResumedQueue(actor, node, self)
+        self.wills = SessionWills()
         self._gate: deque[Held] = deque()
         self._tokens = 0
         self._stash: list[Record] = []
@@ -145,6 +134,7 @@ class SessionDurability:
         if will is not None:
             delay = will.properties.will_delay_interval or 0
             self._stash.append(will_record(self._cid, will, delay, ts))
+        self.wills.attached(connect)
 
     def detached(self, core: Any, reason: str, cause: int) -> None:
         """``core.detach`` ran: the SessionDisconnected to store."""
@@ -152,6 +142,7 @@ class SessionDurability:
                    else 0)
         self._stash.append(SessionDisconnected(self._cid, cause, 0, seconds, reason[:500],
                                                timestamp_us=now_us()))
+        self.wills.detached()
         if seconds == 0:
             self.durable = False
 
@@ -176,9 +167,12 @@ class SessionDurability:
         """The effects to carry out now; the rest is held until its records are stored."""
         if self.releasing:
             return effects
-        ts = now_us()
         cid, durable = self._cid, self.durable
+        if self.wills.loaded is not None:  # a Will taken back from the log: out if due
+            effects = self.wills.inject(effects, cid, self._actor.now())
+        ts = now_us()
         records: list[Record] = []
+        before: list[Record] = []  # WillSent: the connection before any stashed SessionConnected
         routes: list[tuple[int, int]] = []
         state: list[Record] = []
         for index, effect in enumerate(effects):
@@ -200,7 +194,7 @@ class SessionDurability:
                 if message.qos and message.log_offset < 0:
                     routes.append((index, len(records)))
                     records.append(publish_record(message, None, ts))
-                state.append(WillSent(cid, message.topic, timestamp_us=ts))
+                before.append(WillSent(cid, message.topic, timestamp_us=ts))
             elif kind is Dropped:
                 assert isinstance(effect, Dropped)
                 if durable and effect.qos and effect.message.log_offset >= 0:
@@ -222,7 +216,10 @@ class SessionDurability:
                     state += [Unsubscribed(cid, f, timestamp_us=ts) for f in effect.topic_filters]
             elif kind is EndSession:
                 state.append(SessionExpired(cid, timestamp_us=ts))
-        state = self._stash + state
+        cleared = self.wills.cleared(effects, cid, ts)
+        if cleared is not None:
+            state.append(cleared)
+        state = before + self._stash + state
         self._stash = []
         records += state
         hold = bool(routes) or (durable and any(type(r) not in UNHELD for r in state))
@@ -328,8 +325,11 @@ class SessionDurability:
         self._actor.call_later(self._retry_backoff.next(), RetryJournal())
 
     def retry(self) -> None:
-        """The retry timer fired: send the kept records again (behind anything held)."""
+        """The retry timer fired: send the kept records again (behind anything held); and
+        (its other use) publish a Will taken back from the log that fell due."""
         self._retry_armed = False
+        if self.wills.tick():
+            self._actor.run_effects([])  # intercept adds the Will
         if not self._retry or self._storage() is None:
             return
         records, self._retry = self._retry, []
@@ -343,6 +343,9 @@ class SessionDurability:
         """The actor restored ``load``: keep its queue, note an unfinished connection."""
         self.durable = True
         self.resumed.restored(load)
+        delay = self.wills.restored(load.will, load.will_due)
+        if delay is not None:
+            self._actor.call_later(delay, RetryJournal())
         if load.connected:  # its actor died with the connection: journal the end of it
             self._stash.append(SessionDisconnected(
                 self._cid, DisconnectCause.UNKNOWN, 0, load.expiry, "session restarted",

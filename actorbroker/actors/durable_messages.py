@@ -8,10 +8,12 @@ Who tells whom::
     storage  -> session   Fetched(token, messages)
     session  => storage   LoadSession(client_id)              (ask, from on_start) -> SessionLoad
     registry => storage   LoadRouting()                       (ask, from on_start) -> RoutingLoad
-    keeper   => storage   LoadOffline()                       (ask, from on_start)
+    keeper   => storage   LoadOffline(), LoadWills()          (asks, from on_start)
     keeper   -> storage   Tick()                              retention, checkpoints, probing
+    keeper   -> storage   Append(Publish + WillSent, keeper, token)   a Will, then routed
     storage  -> keeper    OfflineDropped(client_id, reason, topic)
-    session  -> keeper    Hibernated(client_id, expiry)
+    storage  -> keeper    PendingWill(...)                    a restarted clean session's Will
+    session  -> keeper    Hibernated(client_id, expiry, will, will_due)
     session  -> itself    RetryJournal                        records refused, sent again
 
 The storage actor is a thread actor: tells from the loop cost a queue put,
@@ -24,9 +26,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from actorbroker.codec import Subscription, Will
+from actorbroker.codec import Subscription
 from actorbroker.durable import OffsetQueue
-from actorbroker.persistence.records import Record
+from actorbroker.persistence.records import Record, WillSet
 from actorbroker.session import AppMessage
 
 __all__ = [
@@ -38,9 +40,11 @@ __all__ = [
     "LoadOffline",
     "LoadRouting",
     "LoadSession",
+    "LoadWills",
     "NotDurable",
     "OfflineDropped",
     "OfflineSession",
+    "PendingWill",
     "RestoredFlight",
     "RetryJournal",
     "RoutingLoad",
@@ -117,7 +121,10 @@ class SessionLoad:
 
     ``position``: the log offset the state was folded up to. A logged
     message below it that is still on its way to the session is in the
-    queue already (or was never for it).
+    queue already (or was never for it). ``will``: a Will not sent yet, of a
+    connection that is gone (or went with the previous actor), due at
+    ``will_due`` (seconds since the epoch) unless a connection resumes the
+    session before.
     """
 
     client_id: str
@@ -125,11 +132,12 @@ class SessionLoad:
     expiry: int
     connected: bool
     subscriptions: tuple[Subscription, ...]
-    will: Will | None
+    will: WillSet | None
     inbound_qos2: tuple[int, ...]
     flights: tuple[RestoredFlight, ...]
     queue: OffsetQueue
     position: int = 0
+    will_due: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +169,23 @@ class LoadOffline:
 
 
 @dataclass(frozen=True, slots=True)
+class LoadWills:
+    """Ask: every Will still to publish (a tuple of :class:`PendingWill`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PendingWill:
+    """The Will of ``client_id``, not sent, its connection gone: due at ``due`` (seconds since
+    the epoch; 0: now). ``durable``: the Will of a (hibernated) durable session, which a new
+    connection resuming the session before ``due`` cancels; else a loose one, due now."""
+
+    client_id: str
+    will: WillSet
+    due: float
+    durable: bool
+
+
+@dataclass(frozen=True, slots=True)
 class Tick:
     """Periodic work of the storage actor: retention, checkpoints, probing after a failure."""
 
@@ -186,7 +211,10 @@ class RetryJournal:
 
 @dataclass(frozen=True, slots=True)
 class Hibernated:
-    """Durable session ``client_id`` went offline and its actor stopped; ``expiry`` in seconds."""
+    """Durable session ``client_id`` went offline and its actor stopped; ``expiry`` in seconds;
+    ``will``: a Will it took back from the log and did not send yet, due at ``will_due``."""
 
     client_id: str
     expiry: int
+    will: WillSet | None = None
+    will_due: float = 0.0

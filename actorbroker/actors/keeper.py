@@ -1,4 +1,4 @@
-"""Actors layer: KeeperActor, the offline durable sessions that have no actor. Stdlib, pykka, supervisors, durable, persistence.
+"""Actors layer: KeeperActor, the offline durable sessions that have no actor, and their Wills. Stdlib, pykka, supervisors, session, durable, persistence.
 
 A durable session whose client is gone costs an actor (several KiB) for
 nothing: its queue is in the commit log and the storage actor's fold holds
@@ -21,11 +21,28 @@ Session Expiry Interval has run out (registry and log told, placeholder
 removed). It also ticks the storage actor every second (retention,
 checkpoints, probing a full disk) and counts the drops the fold reports
 for offline queues.
+
+**Wills after a restart.** It also publishes the Wills that no session
+actor will: after a crash (kill -9), those of the connections the crash
+cut (their clients sent no DISCONNECT: [MQTT-3.1.2-8]) and those that
+were waiting for their Will Delay Interval; after a session actor crash,
+those of clean sessions (``PendingWill`` from the storage actor). A
+durable session's Will is due at its Will Delay Interval (MQTT 3: at
+once), never later than the session's expiry; a clean session's at once.
+A client that connects before that takes the session, and its Will, back
+from the log (its actor sends the Will if the new connection starts clean,
+[MQTT-3.1.3-9]); the keeper then lets it go. Publishing: ``Append`` of the
+Will's ``Publish`` (QoS 1/2) and ``WillSent``, then, once stored, the
+message is routed (through the registry) with its log offset, as a session
+does it: a crash before the records are stored publishes it at the next
+start, a crash after it never again (durable subscribers have it in their
+queues from the ``Publish``).
 """
 
 from __future__ import annotations
 
 import heapq
+import itertools
 import logging
 import time
 from typing import Any
@@ -33,11 +50,24 @@ from typing import Any
 from pykka import ActorDeadError
 
 from actorbroker.durable import NEVER
-from actorbroker.persistence.records import SessionExpired
+from actorbroker.durable.journal import publish_record, will_of
+from actorbroker.persistence.records import Record, SessionExpired, WillSent, WillSet
+from actorbroker.session import AppMessage
 from supervisors import LoopActor
 
-from .durable_messages import Append, Hibernated, LoadOffline, OfflineDropped, Tick
-from .messages import Attach, Deliver, SessionEnded, Timer
+from .durable_messages import (
+    Append,
+    Durable,
+    Hibernated,
+    LoadOffline,
+    LoadWills,
+    NotDurable,
+    OfflineDropped,
+    PendingWill,
+    Tick,
+)
+from .held import with_offset
+from .messages import Attach, Deliver, RouteViaRegistry, SessionEnded, Timer
 from .node import Node
 
 __all__ = ["KeeperActor", "Sleeping"]
@@ -46,6 +76,7 @@ log = logging.getLogger("actorbroker.session")
 
 _TICK = Timer("tick")
 TICK_SECONDS = 1.0
+_EXPIRY, _WILL = "expiry", "will"
 
 
 class Sleeping:
@@ -82,12 +113,17 @@ class Sleeping:
 
 
 class KeeperActor(LoopActor):
-    """Hibernated sessions' placeholders and expiry; the storage actor's ticks."""
+    """Hibernated sessions' placeholders, expiry and Wills; the storage actor's ticks."""
 
     def __init__(self, node: Node) -> None:
         super().__init__()
         self._node = node
-        self._deadlines: list[tuple[float, str, Sleeping]] = []
+        # (when, tie-breaker, _EXPIRY or _WILL, client id, the placeholder it is for)
+        self._deadlines: list[tuple[float, int, str, str, Sleeping]] = []
+        self._order = itertools.count()
+        self._wills: dict[str, tuple[WillSet, Sleeping]] = {}  # pending, of hibernated sessions
+        self._sending: dict[int, tuple[str, AppMessage]] = {}  # token -> Will being stored
+        self._tokens = 0
         self._timer: Any = None
 
     async def on_start(self) -> None:  # type: ignore[override]
@@ -97,14 +133,23 @@ class KeeperActor(LoopActor):
             offline = await storage.ask(LoadOffline(), block=False)
             now, wall = self._now(), time.time()
             for session in offline:
+                running: Any = node.names.sessions.get(session.client_id)
+                if running is not None and running.is_alive():
+                    continue  # the keeper restarted alone: that session kept its actor
                 sleeping: Any = Sleeping(session.client_id, node)
                 node.names.register_session(session.client_id, sleeping)
                 if session.expiry != NEVER:
                     left = max(0.0, session.since + session.expiry - wall)
-                    heapq.heappush(self._deadlines, (now + left, session.client_id, sleeping))
+                    self._push(now + left, _EXPIRY, session.client_id, sleeping)
             if offline:
                 log.info("%d offline durable session(s) restored from the commit log",
                          len(offline))
+            wills = await storage.ask(LoadWills(), block=False)
+            for pending in wills:
+                self._pending(pending)
+            if wills:
+                log.info("%d Will(s) of connections that ended with the previous run: %d due "
+                         "now", len(wills), len(self._sending))
         self._arm()
 
     def on_stop(self) -> None:
@@ -115,6 +160,9 @@ class KeeperActor(LoopActor):
     def _now(self) -> float:
         return self.actor_loop.time()
 
+    def _push(self, when: float, kind: str, client_id: str, sleeping: Sleeping) -> None:
+        heapq.heappush(self._deadlines, (when, next(self._order), kind, client_id, sleeping))
+
     def on_receive(self, message: Any) -> None:
         cls = type(message)
         if cls is Hibernated:
@@ -124,13 +172,21 @@ class KeeperActor(LoopActor):
                                     topic=message.topic)
         elif cls is Timer:
             self._tick()
+        elif cls is Durable or cls is NotDurable:
+            self._stored(message)
+        elif cls is PendingWill:
+            self._pending(message)
         else:
             raise TypeError(f"keeper: unexpected message {message!r}")
 
     def _hibernated(self, message: Hibernated) -> None:
         ref = self._node.names.sessions.get(message.client_id)
-        if isinstance(ref, Sleeping) and message.expiry != NEVER:
-            heapq.heappush(self._deadlines, (self._now() + message.expiry, message.client_id, ref))
+        if not isinstance(ref, Sleeping):
+            return
+        if message.expiry != NEVER:
+            self._push(self._now() + message.expiry, _EXPIRY, message.client_id, ref)
+        if message.will is not None:
+            self._pending(PendingWill(message.client_id, message.will, message.will_due, True))
 
     def _tick(self) -> None:
         self._timer = None
@@ -142,8 +198,11 @@ class KeeperActor(LoopActor):
                 pass
         now = self._now()
         while self._deadlines and self._deadlines[0][0] <= now:
-            _, client_id, sleeping = heapq.heappop(self._deadlines)
-            self._expire(client_id, sleeping)
+            _, _, kind, client_id, sleeping = heapq.heappop(self._deadlines)
+            if kind == _EXPIRY:
+                self._expire(client_id, sleeping)
+            else:
+                self._will_due(client_id, sleeping)
         self._arm()
 
     def _expire(self, client_id: str, sleeping: Sleeping) -> None:
@@ -154,11 +213,83 @@ class KeeperActor(LoopActor):
         if not node.names.unregister_session(client_id, placeholder):
             return  # resumed (or expired) since
         log.info("client %r: offline session expired", client_id)
+        pending = self._wills.get(client_id)
+        if pending is not None and pending[1] is sleeping:  # [MQTT-3.1.3-9]: at the latest now
+            del self._wills[client_id]
+            self._publish(client_id, pending[0])
         node.registry().tell(SessionEnded(client_id))
         storage = node.refs.storage
         if storage is not None:
             storage.tell(Append((SessionExpired(client_id, timestamp_us=int(time.time() * 1e6)),),
                                 None, 0))
+
+    # -- Wills (see the module doc) ---------------------------------------------------
+
+    def _pending(self, pending: PendingWill) -> None:
+        """A Will not sent yet: publish it now, or when it is due if its session sleeps."""
+        client_id = pending.client_id
+        if not pending.durable:
+            if all(cid != client_id for cid, _ in self._sending.values()):
+                self._publish(client_id, pending.will)
+            return
+        sleeping = self._node.names.sessions.get(client_id)
+        if not isinstance(sleeping, Sleeping):
+            return  # a session actor runs: it took the session, and the Will, from the log
+        self._wills[client_id] = (pending.will, sleeping)
+        left = pending.due - time.time()
+        if left > 0:
+            self._push(self._now() + left, _WILL, client_id, sleeping)
+        else:
+            self._will_due(client_id, sleeping)
+
+    def _will_due(self, client_id: str, sleeping: Sleeping) -> None:
+        pending = self._wills.get(client_id)
+        if pending is None or pending[1] is not sleeping:
+            return  # sent, or for an earlier hibernation
+        current: Any = self._node.names.sessions.get(client_id)
+        if current is not sleeping:
+            del self._wills[client_id]  # resumed: the new session actor has the Will
+            return
+        if client_id in self._node.woken:  # connecting: look again once its actor started
+            self._push(self._now() + TICK_SECONDS, _WILL, client_id, sleeping)
+            return
+        del self._wills[client_id]
+        self._publish(client_id, pending[0])
+
+    def _publish(self, client_id: str, will: WillSet) -> None:
+        """Store the Will's records; route it once they are stored (:meth:`_stored`)."""
+        message = AppMessage.from_will(will_of(will), publisher=client_id,
+                                       received_at=self._now())
+        ts = int(time.time() * 1e6)
+        records: list[Record] = [publish_record(message, None, ts)] if message.qos else []
+        records.append(WillSent(client_id, will.topic, timestamp_us=ts))
+        self._tokens += 1
+        self._sending[self._tokens] = (client_id, message)
+        log.info("client %r: publishing its Will to %r (its connection ended without "
+                 "DISCONNECT [MQTT-3.1.2-8])", client_id, will.topic)
+        storage = self._node.refs.storage
+        try:
+            if storage is None:
+                raise ActorDeadError("no storage actor")
+            storage.tell(Append(tuple(records), self.actor_ref, self._tokens))
+        except ActorDeadError:
+            self._stored(NotDurable(self._tokens, 0x80, "the storage actor is not running"))
+
+    def _stored(self, reply: Durable | NotDurable) -> None:
+        found = self._sending.pop(reply.token, None)
+        if found is None:
+            return
+        client_id, message = found
+        if isinstance(reply, Durable):
+            if message.qos:
+                message = with_offset(message, reply.offsets[0])
+        else:  # as a session does: published all the same, without durability
+            log.warning("client %r: its Will is published without being stored (%s)",
+                        client_id, reply.reason)
+        try:
+            self._node.registry().tell(RouteViaRegistry(message.topic, (message,), None))
+        except (ActorDeadError, RuntimeError) as exc:
+            log.error("client %r: its Will could not be routed: %r", client_id, exc)
 
     def _arm(self) -> None:
         if self._timer is None:

@@ -11,8 +11,9 @@ Start: a session actor started for a client id the log knows as durable
 (after a broker restart, a crash of its actor, or a hibernation) takes its
 state back from the storage actor: subscriptions (from the registry, as
 any restarted session), the outbound flows in flight with their packet
-ids and stages, the inbound QoS 2 packet ids, and its queue as log
-offsets. The client's next CONNECT with Clean Session 0 resumes all of it.
+ids and stages, the inbound QoS 2 packet ids, its queue as log offsets,
+and a Will not sent yet whose connection is gone (see :mod:`.session_wills`).
+The client's next CONNECT with Clean Session 0 resumes all of it.
 """
 
 from __future__ import annotations
@@ -163,9 +164,12 @@ class DurableSession:
         self._retire()
         expiry = self._core.session_expiry
         keeper = self._node.refs.keeper
+        durability = self._durability
+        will, due = (None, 0.0) if durability is None else durability.wills.hand_over()
         if keeper is not None:
             try:
                 keeper.tell(Hibernated(self.client_id,
-                                       NEVER if expiry is None else min(NEVER, int(expiry))))
+                                       NEVER if expiry is None else min(NEVER, int(expiry)),
+                                       will, due))
             except ActorDeadError:
                 pass  # the broker is stopping: the next start finds the session in the log

@@ -6,8 +6,9 @@ opens the log (recovery: a torn tail truncated, a damaged segment
 quarantined; the broker always starts), folds it into a
 :class:`~actorbroker.durable.DurableState` from the latest checkpoint or a
 signed snapshot (:mod:`.storage_recovery`), and marks sessions that were
-connected at the crash as disconnected. The registry, the keeper and
-resumed sessions then load what they need by asking.
+connected at the crash as disconnected (their Wills become due: the
+keeper asks for them, ``LoadWills``, and publishes them). The registry, the
+keeper and resumed sessions then load what they need by asking.
 
 **Group commit.** Each ``Append`` (a session's records of one read) is a
 tell. The actor takes every ``Append`` already waiting in its inbox,
@@ -39,11 +40,11 @@ from typing import Any
 
 from pykka import ActorDeadError
 
-from actorbroker.durable import DurableState, OffsetQueue
-from actorbroker.durable.journal import message_of, subscription_of, will_of
+from actorbroker.durable import DurableState, OffsetQueue, will_due_us
+from actorbroker.durable.journal import message_of, subscription_of
 from actorbroker.errors import StorageError
 from actorbroker.persistence import CommitLog
-from actorbroker.persistence.records import DisconnectCause, Record, SessionDisconnected
+from actorbroker.persistence.records import DisconnectCause, Record, SessionDisconnected, WillSet
 from actorbroker.session import AppMessage
 from actorbroker.session.backoff import Backoff
 from supervisors import ThreadActor
@@ -56,9 +57,11 @@ from .durable_messages import (
     LoadOffline,
     LoadRouting,
     LoadSession,
+    LoadWills,
     NotDurable,
     OfflineDropped,
     OfflineSession,
+    PendingWill,
     RestoredFlight,
     RoutingLoad,
     SessionLoad,
@@ -106,11 +109,16 @@ class StorageActor(ThreadActor):
         self._next_probe = 0.0
         self._busy = False  # appends were waiting when the last sync ended
         self.batches = self.records = 0
+        self._cut: dict[str, WillSet] = {}  # loose Wills at start: their connections are gone
 
     # -- life ------------------------------------------------------------------
 
     def on_start(self) -> None:
         self.log, self.state, self.house = recover(self.settings)
+        # Any start of this actor restarts the sessions too (rest_for_one): no connection
+        # of a loose Will survives it. A later LoadWills (the keeper restarted alone) must
+        # not take the Wills of connections made since for due.
+        self._cut = dict(self.state.loose_wills)
         orphans = [image for image in self.state.sessions.values() if image.connected]
         if orphans:  # connected when the broker went down: their connections are gone
             ts = int(time.time() * 1e6)
@@ -151,6 +159,11 @@ class StorageActor(ThreadActor):
         elif cls is LoadOffline:
             return tuple(OfflineSession(i.client_id, i.expiry, i.since_us / 1e6)
                          for i in self.state.offline())
+        elif cls is LoadWills:
+            sessions = self.state.sessions
+            return tuple(PendingWill(cid, will, due / 1e6, cid in sessions)
+                         for cid, will, due in self.state.wills()
+                         if cid in sessions or self._cut.get(cid) is will)
         elif cls is Tick:
             self._tick()
         elif cls is StorageStatus:
@@ -282,6 +295,11 @@ class StorageActor(ThreadActor):
     def _load_session(self, client_id: str) -> SessionLoad | None:
         image = self.state.sessions.get(client_id)
         if image is None:
+            # Only a restarted actor asks for a session the log does not have as durable: a
+            # clean session whose connection went with the old actor; its Will is due.
+            loose = self.state.loose_wills.get(client_id)
+            if loose is not None:
+                _tell(self._node.refs.keeper, PendingWill(client_id, loose, 0.0, False))
             return None
         flights = []
         for packet_id, flight in (image.inflight or {}).items():
@@ -291,9 +309,11 @@ class StorageActor(ThreadActor):
         return SessionLoad(
             client_id, image.level, image.expiry, image.connected,
             tuple(subscription_of(f, options) for f, (options, _) in image.subs.items()),
-            None if image.will is None else will_of(image.will),
-            tuple(sorted(image.inbound or ())), tuple(flights),
+            image.will, tuple(sorted(image.inbound or ())), tuple(flights),
             OffsetQueue() if image.queue is None else image.queue.copy(), self.state.position,
+            0.0 if image.will is None else will_due_us(  # connected: its connection ends now
+                image.will, int(time.time() * 1e6) if image.connected else image.since_us,
+                image.expiry) / 1e6,
         )
 
     def _load_routing(self) -> RoutingLoad:

@@ -54,7 +54,7 @@ __all__ = ["STATE_VERSION", "Housekeeper", "StorageSettings", "entries", "intern
 log = logging.getLogger("actorbroker.storage")
 
 #: Version of the folded state's layout, part of a snapshot's version string.
-STATE_VERSION = 1
+STATE_VERSION = 2  # 2: loose Wills (DurableState.loose_wills)
 _CHECKPOINT_FILE = "checkpoint"
 _CHUNK = 4096
 _DAMAGE = (Event.TORN_TAIL, Event.COMMITTED_LOST, Event.QUARANTINED)

@@ -2,8 +2,9 @@
 
 * :mod:`.journal`: session events (packets, effects, CONNECT) -> records,
   and records -> messages, Wills, subscriptions;
-* :mod:`.fold`: :class:`DurableState`, the durable sessions and retained
-  messages folded from records (queues derived from ``Publish`` records);
+* :mod:`.fold`: :class:`DurableState`, the durable sessions, retained
+  messages and unsent Wills folded from records (queues derived from
+  ``Publish`` records); :mod:`.image`: one session of it;
 * :mod:`.queue`: :class:`OffsetQueue`, a queue as log offsets (17 bytes an
   entry);
 * :mod:`.restate`: a checkpoint, the state restated as records;
@@ -15,6 +16,7 @@ the commit log and runs these. How it fits together: docs/storage.md,
 """
 
 from .fold import NEVER, DurableState, Flight, FoldPolicy, SessionImage
+from .image import will_due_us
 from .queue import Entry, OffsetQueue
 from .restate import restate, restate_session
 
@@ -28,4 +30,5 @@ __all__ = [
     "SessionImage",
     "restate",
     "restate_session",
+    "will_due_us",
 ]

@@ -16,13 +16,20 @@ publisher's PUBACK needs only its own record synced. Offline sessions get
 their queue limits applied here (drops reported in :attr:`DurableState.drops`).
 Restated records (a checkpoint) count only when folding starts at their
 ``CheckpointStarted``. The record-by-record table is in docs/storage.md.
+
+Wills: a durable session's Will is in its image (:attr:`SessionImage.will`)
+from ``WillSet`` until ``WillSent`` or ``WillCleared``; offline, a Will still
+there is *pending* (due at :func:`~.image.will_due_us`). The Wills of
+connections that have no durable session (clean sessions, and sessions that
+ended before their Will went out) are :attr:`DurableState.loose_wills`: due
+as soon as their connection is gone. After a crash, :meth:`DurableState.wills`
+lists what the restarted broker must still publish.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from actorbroker.persistence.records import (
     CheckpointCompleted,
@@ -50,70 +57,14 @@ from actorbroker.persistence.records import (
 )
 from actorbroker.routing import FilterTrie, matches
 
-from .queue import Entry, OffsetQueue
+from .image import NEVER, Flight, FoldPolicy, SessionImage, will_due_us
+from .queue import Entry
 
 __all__ = ["NEVER", "DurableState", "Flight", "FoldPolicy", "SessionImage"]
 
-#: Session Expiry Interval that never runs out.
-NEVER = 0xFFFFFFFF
 _NO_LOCAL = 0x04
 _RETAIN_AS_PUBLISHED = 0x08
 _SHARED = "$share/"
-
-
-@dataclass(frozen=True, slots=True)
-class FoldPolicy:
-    """The queue limits applied to offline sessions (``[limits]``; 0: unlimited)."""
-
-    max_queued_messages: int = 1000
-    max_queued_bytes: int = 0
-
-
-class Flight(NamedTuple):
-    """An outbound QoS 1/2 flow: the message, how it was sent, whether PUBREC came back."""
-
-    offset: int
-    qos: int
-    retain: bool
-    released: bool = False  # PUBREC received: resend PUBREL, never the PUBLISH
-    topic: int = 0
-
-
-class SessionImage:
-    """One durable session as the log tells it (empty parts are None, to save RAM)."""
-
-    __slots__ = ("client_id", "connected", "expiry", "inbound", "inflight", "level", "queue",
-                 "since_us", "subs", "will")
-
-    def __init__(self, client_id: str) -> None:
-        self.client_id = client_id
-        self.level = 4
-        self.expiry = 0
-        self.connected = False
-        self.since_us = 0  # when it went offline, microseconds since the epoch
-        self.subs: dict[str, tuple[int, int]] = {}  # filter -> (options byte, subscription id)
-        self.will: WillSet | None = None
-        self.inbound: set[int] | None = None
-        self.inflight: dict[int, Flight] | None = None
-        self.queue: OffsetQueue | None = None
-
-    def flights(self) -> dict[int, Flight]:
-        if self.inflight is None:
-            self.inflight = {}
-        return self.inflight
-
-    def offsets(self) -> OffsetQueue:
-        if self.queue is None:
-            self.queue = OffsetQueue()
-        return self.queue
-
-    def first_needed(self) -> int | None:
-        """The lowest log offset this session still reads (queue or flight)."""
-        found = [f.offset for f in (self.inflight or {}).values()]
-        head = None if self.queue is None else self.queue.first_offset()
-        if head is not None:
-            found.append(head)
-        return min(found) if found else None
 
 
 class DurableState:
@@ -126,6 +77,8 @@ class DurableState:
         self.retained: dict[str, int] = {}
         #: (id, offset of CheckpointStarted) of the latest complete checkpoint.
         self.checkpoint: tuple[int, int] | None = None
+        #: Client id -> Will of a connection with no durable session (see the module doc).
+        self.loose_wills: dict[str, WillSet] = {}
         #: (client id, reason, topic) of every message dropped for an offline session.
         self.drops: list[tuple[str, str, str]] = []
         #: The offset after the last record applied.
@@ -211,6 +164,16 @@ class DurableState:
         """The durable sessions without a connection."""
         return (s for s in self.sessions.values() if not s.connected)
 
+    def wills(self) -> Iterator[tuple[str, WillSet, int]]:
+        """(client id, Will, due time in µs since the epoch; 0: now) of every Will not yet
+        sent whose connection is gone: loose ones, and those of offline durable sessions."""
+        for client_id, will in self.loose_wills.items():
+            yield client_id, will, 0
+        for image in self.sessions.values():
+            if image.will is not None and not image.connected:
+                yield image.client_id, image.will, will_due_us(image.will, image.since_us,
+                                                               image.expiry)
+
     def queued_messages(self) -> int:
         """Entries in every session's queue."""
         return sum(len(s.queue) for s in self.sessions.values() if s.queue is not None)
@@ -270,6 +233,7 @@ class DurableState:
     # -- session events ----------------------------------------------------------------
 
     def _connected(self, offset: int, record: SessionConnected) -> None:
+        self.loose_wills.pop(record.client_id, None)  # the new connection brings its own
         image = self.sessions.get(record.client_id)
         if record.clean_start and image is not None and not record.restated:
             self._discard(image)
@@ -291,14 +255,17 @@ class DurableState:
         image.expiry = record.expiry_interval
         image.since_us = record.timestamp_us
         if record.expiry_interval == 0:
-            self._discard(image)
+            self._discard(image, will_due=True)
 
     def _expired(self, offset: int, record: SessionExpired) -> None:
         image = self.sessions.get(record.client_id)
         if image is not None:
-            self._discard(image)
+            self._discard(image, will_due=True)
 
-    def _discard(self, image: SessionImage) -> None:
+    def _discard(self, image: SessionImage, *, will_due: bool = False) -> None:
+        """Forget a session; the session's end makes a Will it still has due (``will_due``)."""
+        if will_due and image.will is not None:
+            self.loose_wills[image.client_id] = image.will
         for topic_filter in image.subs:
             self._trie.remove(topic_filter, image.client_id)
         del self.sessions[image.client_id]
@@ -308,7 +275,7 @@ class DurableState:
         if image is None:
             return
         image.subs[record.topic_filter] = (record.options, record.subscription_id)
-        if not record.topic_filter.startswith(_SHARED):
+        if not _shared(image, record.topic_filter):
             self._trie.add(record.topic_filter, record.client_id, record.options)
 
     def _unsubscribed(self, offset: int, record: Unsubscribed) -> None:
@@ -318,7 +285,8 @@ class DurableState:
         self._trie.remove(record.topic_filter, record.client_id)
         if image.queue:
             # What no remaining filter matches was not (or will not be) routed to it.
-            filters = [f for f in image.subs if not f.startswith(_SHARED)]
+            # (A shared subscription's messages come as SessionQueued: its inner filter counts.)
+            filters = [_inner(image, f) for f in image.subs]
             names = self._topic_names
             image.queue.prune(lambda t: any(matches(f, names[t]) for f in filters))
 
@@ -326,11 +294,14 @@ class DurableState:
         image = self.sessions.get(record.client_id)
         if image is not None:
             image.will = record
+        else:  # a clean session's
+            self.loose_wills[record.client_id] = record
 
     def _will_gone(self, offset: int, record: WillCleared | WillSent) -> None:
         image = self.sessions.get(record.client_id)
         if image is not None:
             image.will = None
+        self.loose_wills.pop(record.client_id, None)
 
     # -- delivery state ----------------------------------------------------------------
 
@@ -397,3 +368,16 @@ class DurableState:
         if self._restating == record.checkpoint_id:
             self._restating = None
         self.checkpoint = (record.checkpoint_id, record.started_at)
+
+
+def _shared(image: SessionImage, topic_filter: str) -> bool:
+    """True for a shared subscription (``$share/...`` of an MQTT 5 session; a plain filter
+    at MQTT 3, as the registry has it)."""
+    return image.level == 5 and topic_filter.startswith(_SHARED)
+
+
+def _inner(image: SessionImage, topic_filter: str) -> str:
+    """The filter topics are matched against: a shared subscription's inner filter."""
+    if _shared(image, topic_filter):
+        return topic_filter.split("/", 2)[2] if topic_filter.count("/") >= 2 else topic_filter
+    return topic_filter

@@ -14,9 +14,10 @@ Per durable session: ``SessionConnected`` (expiry, protocol level),
 inbound QoS 2 packet id awaiting PUBREL, ``OutboundSent`` per flow in
 flight (and ``PubRecReceived`` for those in the PUBREL stage, in PUBREC
 order), ``SessionQueued`` per queued message, then ``SessionDisconnected``
-(with the time it went offline) unless it was connected. Then a
-self-contained ``RetainedSet`` per retained message (read back from the
-log with ``read``).
+(with the time it went offline) unless it was connected. Then the loose
+Wills (of clean sessions, or due since their session ended) as ``WillSet``
+records of client ids without a session, and a self-contained
+``RetainedSet`` per retained message (read back from the log with ``read``).
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ def restate(state: DurableState, checkpoint_id: int, read: Callable[[int], Recor
     yield CheckpointStarted(checkpoint_id, timestamp_us=ts)
     for image in list(state.sessions.values()):
         yield from restate_session(state, image, ts)
+    for will in list(state.loose_wills.values()):
+        yield dataclasses.replace(will, restated=True)
     for topic, offset in list(state.retained.items()):
         record = read(offset)
         if isinstance(record, RetainedSet):

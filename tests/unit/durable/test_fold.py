@@ -13,6 +13,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fold_kit import TS, Log, connected, disconnected, publish, queue_of, subscribed
+
 from actorbroker.durable import NEVER, DurableState, FoldPolicy, restate
 from actorbroker.persistence.records import (
     CheckpointCompleted,
@@ -20,68 +22,19 @@ from actorbroker.persistence.records import (
     OutboundSent,
     PubAckReceived,
     PubCompReceived,
-    Publish,
     PubRecReceived,
     PubRelReceived,
-    Record,
     RetainedCleared,
     RetainedSet,
     SessionConnected,
-    SessionDisconnected,
     SessionDropped,
     SessionExpired,
     SessionQueued,
-    Subscribed,
     Unsubscribed,
+    WillCleared,
     WillSent,
     WillSet,
 )
-
-TS = 1_700_000_000_000_000
-
-
-class Log:
-    """A list of records at increasing offsets, folded as they are added."""
-
-    def __init__(self, state: DurableState | None = None) -> None:
-        self.state = state or DurableState()
-        self.records: dict[int, Record] = {}
-        self.next = 0
-
-    def add(self, *records: Record) -> list[int]:
-        offsets = []
-        for record in records:
-            offset, self.next = self.next, self.next + 100
-            self.records[offset] = record
-            self.state.apply(offset, record, self.next)
-            offsets.append(offset)
-        return offsets
-
-    def read(self, offset: int) -> Record:
-        return self.records[offset]
-
-
-def connected(cid: str, *, clean: bool = False, expiry: int = NEVER, level: int = 4) -> Record:
-    return SessionConnected(cid, level, clean, False, expiry, timestamp_us=TS)
-
-
-def subscribed(cid: str, topic_filter: str, qos: int = 1, options: int = 0) -> Record:
-    return Subscribed(cid, topic_filter, qos | options, timestamp_us=TS)
-
-
-def publish(topic: str, qos: int = 1, *, payload: bytes = b"x", retain: bool = False,
-            by: str = "pub", pid: int = 0) -> Record:
-    return Publish(topic, payload, qos, retain, b"", by, pid, timestamp_us=TS)
-
-
-def disconnected(cid: str, expiry: int = NEVER, ts: int = TS) -> Record:
-    return SessionDisconnected(cid, 2, 0, expiry, timestamp_us=ts)
-
-
-def queue_of(log: Log, cid: str) -> list[tuple[int, int, bool]]:
-    queue = log.state.sessions[cid].queue
-    return [(e.offset, e.qos, e.retain) for e in queue or ()]
-
 
 def test_a_publish_is_queued_for_every_matching_durable_session_at_the_granted_qos() -> None:
     log = Log()
@@ -216,7 +169,8 @@ def describe(log: Log) -> dict[str, Any]:
             [(e.offset, e.qos, e.retain, e.size, state.topic_of(e.topic)) for e in image.queue or ()],
         )
     retained = {topic: getattr(log.read(offset), "payload") for topic, offset in state.retained.items()}
-    return {"sessions": sessions, "retained": retained}
+    loose = {cid: will.payload for cid, will in state.loose_wills.items()}
+    return {"sessions": sessions, "retained": retained, "loose_wills": loose}
 
 
 events = st.lists(st.tuples(
@@ -258,7 +212,8 @@ def test_folding_a_checkpoint_gives_the_state_back(steps: list[tuple[str, str, i
             log.add(SessionExpired(cid, timestamp_us=ts))
         elif kind == "will":
             log.add(WillSet(cid, "w", b"w%d" % n, timestamp_us=ts) if flag
-                    else WillSent(cid, "w", timestamp_us=ts))
+                    else WillSent(cid, "w", timestamp_us=ts) if n % 2
+                    else WillCleared(cid, timestamp_us=ts))
         elif kind == "drop" and published:
             log.add(SessionDropped(cid, published[n % len(published)], "x", timestamp_us=ts))
         elif kind == "queue" and published:

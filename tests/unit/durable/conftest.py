@@ -1,0 +1,8 @@
+"""Fold tests: the helpers next to this file are importable (``fold_kit``)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))

@@ -26,7 +26,10 @@ How the actor drives it::
     re-authentication failed                  -> disconnect(code, reason)
 
 The MQTT 5 rules are in :class:`~.mqtt5.Mqtt5Rules`, a mixin this class
-calls at a few hooks; an MQTT 3 connection never reaches them.
+calls at a few hooks; an MQTT 3 connection never reaches them. What the
+rest of the broker sends the client through the session (``deliver``,
+``hold_output`` / ``release_output``, ``subscribed``, ``unsubscribed``) is
+in :class:`~.outbound.OutboundRules`, another mixin, to keep this module short.
 
 State changes go through the :mod:`~actorbroker.session.lifecycle` table;
 calling a method in a state that does not allow it raises
@@ -36,7 +39,7 @@ peer's misbehaviour never raises: it becomes a ``Close`` effect.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
 from actorbroker.codec import (
@@ -71,8 +74,6 @@ from .effects import (
     WILL_TIMER,
     CancelTimer,
     Close,
-    DropReason,
-    Dropped,
     Effect,
     EndSession,
     RequestUnsubscribe,
@@ -80,10 +81,11 @@ from .effects import (
     StartTimer,
 )
 from .lifecycle import SessionState
-from .message import AppMessage, Delivery
+from .message import Delivery
 from .inbound import Inbox
 from .link import Link
 from .mqtt5 import Mqtt5Rules
+from .outbound import OutboundRules, send_effects
 from .outbox import Outbox
 from .qos_outbound import OutboundState
 from .subscriptions import SubscriptionBook
@@ -93,14 +95,7 @@ __all__ = ["SessionCore"]
 _S = SessionState
 
 
-def _send(packets: Sequence[Packet], extra: Iterable[Effect] = ()) -> list[Effect]:
-    """A Send of ``packets`` (none if empty) followed by ``extra``."""
-    effects: list[Effect] = [Send(tuple(packets))] if packets else []
-    effects.extend(extra)
-    return effects
-
-
-class SessionCore(Mqtt5Rules):
+class SessionCore(OutboundRules, Mqtt5Rules):
     """The Session State of one client id and the rules of its connection (see module doc)."""
 
     def __init__(self, client_id: str, config: SessionConfig | None = None) -> None:
@@ -205,7 +200,7 @@ class SessionCore(Mqtt5Rules):
             self._reset_link()
         connack = ConnAck(resumed and self.protocol_level != 3, 0, connack_properties)
         packets, dropped = self._outbox.resume(now)
-        effects += _send([connack, *self._outgoing(packets)], dropped)
+        effects += send_effects([connack, *self._outgoing(packets)], dropped)
         if self._expiry_armed:
             self._expiry_armed = False
             effects.append(CancelTimer(EXPIRY_TIMER))
@@ -308,7 +303,7 @@ class SessionCore(Mqtt5Rules):
                     return [self._inbox.publish(packet, now)]
                 case PubAck() | PubRec() | PubComp():
                     packets, dropped = self._outbox.ack(packet, now, level=self.protocol_level)
-                    return _send(self._outgoing(packets), dropped)
+                    return send_effects(self._outgoing(packets), dropped)
                 case PubRel():
                     return [Send((self._inbox.release(packet.packet_id, level=self.protocol_level),))]
                 case Subscribe():
@@ -338,83 +333,6 @@ class SessionCore(Mqtt5Rules):
         except ProtocolError as exc:
             return self._close(exc.reason_code, str(exc))
 
-    # ------------------------------------------------------------ outbound
-
-    def deliver(
-        self, message: AppMessage, qos: int, now: float, *, retain: bool = False
-    ) -> list[Effect]:
-        """Deliver ``message`` to this client through a subscription granted ``qos``.
-
-        The delivery QoS is the lower of the two (section 3.8.4). ``retain`` is
-        the RETAIN flag to send: False when forwarding a live message
-        ([MQTT-3.3.1-9]), True for a retained message sent because of a new
-        subscription ([MQTT-3.3.1-8]). Sent at once when attached and the
-        window allows, else queued or dropped (see :mod:`.queue`).
-        """
-        delivery = Delivery(message, min(message.qos, qos), retain)
-        if self._state is _S.ENDED:
-            return [Dropped(message, delivery.qos, DropReason.SESSION_ENDED)]
-        packets, dropped = self._outbox.deliver(delivery, now, online=self.attached)
-        link = self._link  # MQTT 5 only: Topic Aliases (inline: the MQTT 3 hot path)
-        return _send(packets if link is None else link.outgoing(packets), dropped)
-
-    def hold_output(self) -> None:
-        """The connection is congested: queue every delivery (QoS 0 too, within the limits).
-
-        The transport reports congestion; QoS 0 then waits instead of being
-        written into a connection that cannot take it, and a full queue drops
-        (and reports) like any other ([MQTT-4.6.0-6] order is kept).
-        """
-        self._outbox.held = True
-
-    def release_output(self, now: float, limit: int | None = None) -> list[Effect]:
-        """The connection drained: send up to ``limit`` queued deliveries the window takes.
-
-        Call :meth:`hold_output` again if the connection congests meanwhile.
-        """
-        self._outbox.held = False
-        if not self.attached:
-            return []
-        packets, dropped = self._outbox.drain(now, limit)
-        return _send(self._outgoing(packets), dropped)
-
-    def subscribed(
-        self,
-        packet_id: int,
-        results: Sequence[int] | None,
-        retained: Sequence[AppMessage],
-        now: float,
-    ) -> list[Effect]:
-        """The registry added the subscriptions of SUBSCRIBE ``packet_id``.
-
-        ``results``: one code per subscription of the RequestSubscribe (the
-        granted QoS, or >= 0x80 refused), None for "all as asked";
-        ``retained``: the retained messages matching the granted filters.
-        Sends the SUBACK, then each retained message with RETAIN=1 at the
-        highest QoS granted to a filter of this SUBSCRIBE matching its topic
-        ([MQTT-3.8.4-3], [MQTT-3.3.1-8]), among the filters whose Retain
-        Handling asks for it (MQTT 5: 1 only for a new subscription, 2 never,
-        [MQTT-3.3.1-9], [MQTT-3.3.1-10]); with the SUBSCRIBE's Subscription
-        Identifier if it had one.
-        """
-        if self._state is _S.ENDED:
-            return []
-        confirmed = self._book.subscribed(packet_id, results)
-        effects: list[Effect] = []
-        if confirmed.reply and self.attached:
-            effects.append(Send((confirmed.suback,)))
-        if not confirmed.granted:
-            return effects  # refused, or answered after its session state was discarded
-        effects += self._deliver_retained(confirmed, retained, now)
-        return coalesce(effects)
-
-    def unsubscribed(self, packet_id: int, now: float) -> list[Effect]:
-        """The registry removed the filters of UNSUBSCRIBE ``packet_id``: send UNSUBACK."""
-        if self._state is _S.ENDED:
-            return []
-        unsuback, reply = self._book.unsubscribed(packet_id, level=self.protocol_level)
-        return [Send((unsuback,))] if reply and self.attached else []
-
     # ------------------------------------------------------------- helpers
 
     def _close(self, code: ReasonCode, reason: str) -> list[Effect]:
@@ -422,7 +340,7 @@ class SessionCore(Mqtt5Rules):
         self._closing = True
         link = self._link
         disconnect = [Disconnect(code, link.reason(reason))] if link is not None else []
-        return _send(disconnect, [Close(code, reason)])
+        return send_effects(disconnect, [Close(code, reason)])
 
     def _connection_ended(self, now: float, *, graceful: bool) -> list[Effect]:
         effects: list[Effect] = []

@@ -11,7 +11,8 @@ checks it). The contract with the actors is in :mod:`.gateway`.
 
 Modules: :mod:`.gateway` (the interface, as Protocols), :mod:`.server`
 (listeners), :mod:`.acceptor` (an accept loop that survives EMFILE),
-:mod:`.connection` (one MQTT connection as an asyncio Protocol),
+:mod:`.connection` (one MQTT connection as an asyncio Protocol), :mod:`.endings`
+(how a connection ends),
 :mod:`.gate` (state table and packets held until CONNACK), :mod:`.output`
 (coalesced, bounded output), :mod:`.settings`, :mod:`.stats`, :mod:`.loop`.
 """

@@ -15,7 +15,9 @@ packets held until CONNACK live in an :class:`~.gate.InboundGate`. Input
 credit: each Inbound takes one of ``max_batches`` credits, ``batch_done``
 returns it; with none left, reading pauses. Nothing raises out of the
 asyncio callbacks: a peer's mistake closes its connection, a collaborator's
-bug is logged and closes the connection.
+bug is logged and closes the connection. How it ends (violations, failures,
+timeouts, the flush-then-close shutdown, telling the session once) is in
+:class:`~.endings.ConnectionEndings`, a mixin, to keep this module short.
 """
 
 from __future__ import annotations
@@ -33,13 +35,13 @@ from actorbroker.codec import (
     Packet,
     Properties,
     ProtocolError,
-    ReasonCode,
     encode,
 )
 from actorbroker.codec.states import ConnectionState
-from actorbroker.messages import ConnectionLost, Drained, Inbound
+from actorbroker.messages import Drained, Inbound
 
-from .gate import InboundGate, sniff_level
+from .endings import ConnectionEndings
+from .gate import InboundGate
 from .gateway import Connection, Gateway, SessionPort
 from .output import Outbox
 from .settings import ConnectionSettings
@@ -57,7 +59,7 @@ _PAUSE_HELD = 2
 _SNIFF = 16  # bytes kept before CONNECT to learn a malformed CONNECT's level
 
 
-class MqttConnection(asyncio.Protocol):
+class MqttConnection(ConnectionEndings, asyncio.Protocol):
     """An MQTT server connection: asyncio protocol below, ``Connection`` above."""
 
     def __init__(self, gateway: Gateway, settings: ConnectionSettings,
@@ -351,110 +353,7 @@ class MqttConnection(asyncio.Protocol):
         if not self._closing and self._outbox.drained():
             self._tell(Drained(self.conn_id))
 
-    def _goodbye(self, reason_code: int, *, reason: str = "",
-                 properties: Properties | None = None) -> None:
-        """Queue the v5 farewell: DISCONNECT if connected, CONNACK if nothing answered yet.
-
-        ``reason`` becomes its Reason String if the client allows them ([MQTT-3.1.2-29]).
-        """
-        if properties is None:
-            properties = Properties(reason_string=reason[:200]) if (
-                reason and self._problem_info) else Properties()
-        packet = self._gate.farewell(reason_code, properties)
-        if packet is not None:
-            self._queue(encode(packet, 5))
-
-    def _queue(self, data: bytes) -> None:
-        self._outbox.put(data)
-        self._stats.packets_out += 1
-
-    # -- endings -------------------------------------------------------------
-
-    def _violation(self, exc: ProtocolError) -> None:
-        """The peer broke the protocol: log the rule, say why (v5), close."""
-        if self._closing:
-            return
-        self._stats.protocol_errors += 1
-        log.warning("conn %d %s: protocol error, closing: %s", self.conn_id, self._who(), exc)
-        level = self.protocol_level or sniff_level(self._head)
-        if exc.reason_code == ReasonCode.UNSUPPORTED_PROTOCOL_VERSION and not self._gate.connack_sent:
-            # [MQTT-3.1.2-2] (3.1.1): CONNACK 0x01 in the form every version can read.
-            self._queue(encode(ConnAck(False, 0x01), 4))
-            self._gate.connack_sent = True
-        elif level == 5:
-            self._goodbye(exc.reason_code, reason=str(exc))
-        self._shutdown(str(exc), graceful=False)
-
-    def _fail(self, reason: str) -> None:
-        """Close because something on our side failed (v5: reason 0x80)."""
-        if self.protocol_level == 5:
-            self._goodbye(ReasonCode.UNSPECIFIED_ERROR)
-        self._shutdown(reason, graceful=False)
-
-    def _connect_timeout(self) -> None:
-        self._timer = None
-        if self._gate.state is _S.AWAIT_CONNECT and not self._closing:
-            self._stats.connect_timeouts += 1
-            log.info("conn %d %s: no CONNECT within %gs, closing", self.conn_id, self._who(),
-                     self._settings.connect_timeout)
-            self._shutdown("connect timeout", graceful=False)
-
-    def _keepalive_expired(self) -> None:
-        if self._closing:
-            return
-        self._stats.keepalive_timeouts += 1
-        log.info("conn %d %s: keepalive expired (%gs without a packet), closing",
-                 self.conn_id, self._who(), self._idle.limit)
-        if self.protocol_level == 5:
-            self._goodbye(ReasonCode.KEEP_ALIVE_TIMEOUT)  # the code says it all
-        self._shutdown("keepalive timeout", graceful=False)
-
-    def _shutdown(self, reason: str, *, graceful: bool, abort: bool = False) -> None:
-        """Flush what is queued, close the transport, tell the session once."""
-        if self._closing:
-            return
-        self._closing = True
-        self._cancel_timer()
-        self._gate.held.clear()
-        transport = self.transport
-        if transport is not None and not self._lost:
-            if abort:
-                transport.abort()
-            else:
-                self._outbox.flush()
-                transport.close()
-                self._abort_timer = self._loop.call_later(self._settings.close_timeout,
-                                                          self._abort)
-        self._tell_lost(reason, graceful)
-
-    def _abort(self) -> None:
-        self._abort_timer = None
-        if self.transport is not None and not self._lost:
-            log.info("conn %d %s: peer did not take its last bytes in %gs, aborting",
-                     self.conn_id, self._who(), self._settings.close_timeout)
-            self.transport.abort()
-
-    def _tell_lost(self, reason: str, graceful: bool) -> None:
-        if self._port is not None and not self._lost_told:
-            self._lost_told = True
-            self._tell(ConnectionLost(self.conn_id, reason, graceful))
-
-    def _tell(self, message: ConnectionLost | Drained) -> None:
-        if self._port is None:
-            return
-        try:
-            self._port.tell(message)
-        except Exception as exc:
-            log.warning("conn %d %s: session port refused %s: %r", self.conn_id, self._who(),
-                        type(message).__name__, exc)
-            if not self._closing:
-                self._shutdown(f"session unavailable: {exc!r}", graceful=False)
-
-    def _cancel_timer(self) -> None:
-        self._idle.cancel()
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+    # -- identity ------------------------------------------------------------
 
     def _who(self) -> str:
         host, port = self.peer

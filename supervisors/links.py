@@ -160,8 +160,7 @@ class Linkable(pykka.Actor):
 
     @abc.abstractmethod
     def _force_exit(self, reason: ExitReason) -> None:
-        """Stop now, without on_stop; implemented per runtime."""
-        raise NotImplementedError
+        """Stop now, without on_stop; implemented per runtime (thread or loop actor)."""
 
     def _finish_exit(self) -> None:
         """Fire links, then monitors, exactly once, after the actor is dead."""

@@ -124,22 +124,22 @@ class SupervisorBase(LoopActor):
 
     @abc.abstractmethod
     def _child_exited(self, ref: ActorRef[Any], reason: ExitReason) -> Any:
-        raise NotImplementedError
+        """A linked child exited with ``reason``: restart it (or not) by this kind's rules."""
 
     def _request(self, message: Any) -> Any:
         return super().on_receive(message)
 
     @abc.abstractmethod
     def _which(self) -> list[ChildInfo]:
-        raise NotImplementedError
+        """The children, as ``which_children`` reports them."""
 
     @abc.abstractmethod
     def _count(self) -> ChildCounts:
-        raise NotImplementedError
+        """The children counted, as ``count_children`` reports them."""
 
     @abc.abstractmethod
     async def _terminate_children(self) -> None:
-        raise NotImplementedError
+        """Stop every child, in this kind's order, each within its shutdown timeout."""
 
 
 def _info(child: Child) -> ChildInfo:

@@ -24,7 +24,7 @@ import subprocess
 import threading
 from dataclasses import dataclass
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import paho.mqtt.client as mqtt
 
@@ -63,7 +63,75 @@ class Connected:
     session_present: bool
 
 
-class Client:
+M = TypeVar("M")
+C = TypeVar("C")
+
+
+class PahoClient(Generic[M, C]):
+    """What every paho wrapper here shares: callbacks wired, SUBACK/UNSUBACK waits,
+    received messages, and the two ways to end (see Client and broker5's Client5)."""
+
+    def _wire(self, paho: mqtt.Client) -> None:
+        self.paho = paho
+        self.messages: queue.Queue[M] = queue.Queue()
+        self._connack: queue.Queue[C] = queue.Queue()
+        self._acks: dict[int, list[int]] = {}
+        self._acked = threading.Condition()
+        self.disconnected = threading.Event()
+        paho.on_connect = self._on_connect
+        paho.on_message = self._on_message
+        paho.on_subscribe = self._on_ack
+        paho.on_unsubscribe = self._on_ack
+        paho.on_disconnect = self._on_disconnect
+
+    if TYPE_CHECKING:  # each wrapper builds its own CONNACK and message views
+        def _on_connect(self, _c: Any, _u: Any, flags: Any, reason: Any, _p: Any) -> None: ...
+
+        def _on_message(self, _c: Any, _u: Any, msg: mqtt.MQTTMessage) -> None: ...
+
+    def _on_disconnect(self, *_args: Any) -> None:
+        self.disconnected.set()
+
+    def _on_ack(self, _c: Any, _u: Any, mid: int, reasons: Any, _p: Any) -> None:
+        with self._acked:
+            self._acks[mid] = [int(r.value) for r in reasons]
+            self._acked.notify_all()
+
+    def _wait_ack(self, mid: int, timeout: float) -> list[int]:
+        with self._acked:
+            if not self._acked.wait_for(lambda: mid in self._acks, timeout):
+                raise TimeoutError(f"no SUBACK/UNSUBACK for mid {mid}")
+            return self._acks.pop(mid)
+
+    def expect(self, timeout: float = TIMEOUT) -> M:
+        """The next message received (TimeoutError if none comes)."""
+        try:
+            return self.messages.get(timeout=timeout)
+        except queue.Empty:
+            raise TimeoutError("no message received") from None
+
+    def expect_many(self, count: int, timeout: float = TIMEOUT) -> list[M]:
+        return [self.expect(timeout) for _ in range(count)]
+
+    def drop(self) -> None:
+        """Close the socket without DISCONNECT (an abnormal close: the Will fires)."""
+        sock = self.paho.socket()
+        if sock is not None:
+            sock.shutdown(socket.SHUT_RDWR)
+        self.disconnected.wait(TIMEOUT)
+        self.paho.loop_stop()
+
+    def close(self) -> None:
+        """Best-effort cleanup for fixtures."""
+        try:
+            if not self.disconnected.is_set() and self.paho.is_connected():
+                self.paho.disconnect()
+                self.disconnected.wait(TIMEOUT)
+        finally:
+            self.paho.loop_stop()
+
+
+class Client(PahoClient["Message", "Connected"]):
     """A paho client with blocking, event-synchronised calls (see the module doc)."""
 
     def __init__(self, host: str, port: int, client_id: str = "", *, level: int = 4,
@@ -71,22 +139,12 @@ class Client:
                  will: tuple[str, bytes, int, bool] | None = None) -> None:
         self.host, self.port, self.keepalive = host, port, keepalive
         self.client_id = client_id
-        self.paho = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id,
-                                clean_session=clean, protocol=PROTOCOLS[level],
-                                reconnect_on_failure=False)
+        self._wire(mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id,
+                               clean_session=clean, protocol=PROTOCOLS[level],
+                               reconnect_on_failure=False))
         if will is not None:
             topic, payload, qos, retain = will
             self.paho.will_set(topic, payload, qos, retain)
-        self.messages: queue.Queue[Message] = queue.Queue()
-        self._connack: queue.Queue[Connected] = queue.Queue()
-        self._acks: dict[int, list[int]] = {}
-        self._acked = threading.Condition()
-        self.disconnected = threading.Event()
-        self.paho.on_connect = self._on_connect
-        self.paho.on_message = self._on_message
-        self.paho.on_subscribe = self._on_ack
-        self.paho.on_unsubscribe = self._on_ack
-        self.paho.on_disconnect = self._on_disconnect
 
     # -- paho callbacks (paho's thread) ------------------------------------------
 
@@ -97,14 +155,6 @@ class Client:
         self.messages.put(Message(msg.topic, msg.payload, msg.qos, bool(msg.retain),
                                   bool(msg.dup)))
 
-    def _on_ack(self, _c: Any, _u: Any, mid: int, reasons: Any, _p: Any) -> None:
-        with self._acked:
-            self._acks[mid] = [int(r.value) for r in reasons]
-            self._acked.notify_all()
-
-    def _on_disconnect(self, *_args: Any) -> None:
-        self.disconnected.set()
-
     # -- calls -------------------------------------------------------------------
 
     def connect(self, timeout: float = TIMEOUT) -> Connected:
@@ -112,12 +162,6 @@ class Client:
         self.paho.connect(self.host, self.port, keepalive=self.keepalive)
         self.paho.loop_start()
         return self._connack.get(timeout=timeout)
-
-    def _wait_ack(self, mid: int, timeout: float) -> list[int]:
-        with self._acked:
-            if not self._acked.wait_for(lambda: mid in self._acks, timeout):
-                raise TimeoutError(f"no SUBACK/UNSUBACK for mid {mid}")
-            return self._acks.pop(mid)
 
     def subscribe(self, topic: str, qos: int = 0, timeout: float = TIMEOUT) -> list[int]:
         """Subscribe and wait for the SUBACK; its codes (granted QoS or 0x80)."""
@@ -144,39 +188,12 @@ class Client:
         if not info.is_published():
             raise TimeoutError(f"publish to {topic!r} at QoS {qos} not completed")
 
-    def expect(self, timeout: float = TIMEOUT) -> Message:
-        """The next message received (TimeoutError if none comes)."""
-        try:
-            return self.messages.get(timeout=timeout)
-        except queue.Empty:
-            raise TimeoutError("no message received") from None
-
-    def expect_many(self, count: int, timeout: float = TIMEOUT) -> list[Message]:
-        return [self.expect(timeout) for _ in range(count)]
-
     def disconnect(self, timeout: float = TIMEOUT) -> None:
         """Send DISCONNECT and wait until the connection is closed."""
         self.paho.disconnect()
         if not self.disconnected.wait(timeout):
             raise TimeoutError("not disconnected")
         self.paho.loop_stop()
-
-    def drop(self) -> None:
-        """Close the socket without DISCONNECT (an abnormal close: the Will fires)."""
-        sock = self.paho.socket()
-        if sock is not None:
-            sock.shutdown(socket.SHUT_RDWR)
-        self.disconnected.wait(TIMEOUT)
-        self.paho.loop_stop()
-
-    def close(self) -> None:
-        """Best-effort cleanup for fixtures."""
-        try:
-            if not self.disconnected.is_set() and self.paho.is_connected():
-                self.paho.disconnect()
-                self.disconnected.wait(TIMEOUT)
-        finally:
-            self.paho.loop_stop()
 
 
 class RawClient:

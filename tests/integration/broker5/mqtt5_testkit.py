@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import queue
 import socket
-import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 import paho.mqtt.client as mqtt
-from mqtt_testkit import TIMEOUT, RawClient
+from mqtt_testkit import TIMEOUT, PahoClient, RawClient
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties as PahoProperties
 from paho.mqtt.subscribeoptions import SubscribeOptions
@@ -70,7 +69,7 @@ class Connected5:
     properties: dict[str, Any]
 
 
-class Client5:
+class Client5(PahoClient["Message5", "Connected5"]):
     """A paho MQTT 5 client with blocking, event-synchronised calls (see the module doc)."""
 
     def __init__(self, host: str, port: int, client_id: str = "", *, keepalive: int = 60,
@@ -78,25 +77,15 @@ class Client5:
                  manual_ack: bool = False) -> None:
         self.host, self.port, self.keepalive = host, port, keepalive
         self.client_id = client_id
-        self.paho = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id,
-                                protocol=mqtt.MQTTv5, reconnect_on_failure=False,
-                                manual_ack=manual_ack)
+        self.disconnect_reason: int | None = None
+        self.disconnect_properties: dict[str, Any] = {}
+        self._wire(mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id,
+                               protocol=mqtt.MQTTv5, reconnect_on_failure=False,
+                               manual_ack=manual_ack))
         if will is not None:
             topic, payload, qos, retain, will_props = will
             self.paho.will_set(topic, payload, qos, retain,
                                props(PacketTypes.WILLMESSAGE, **will_props))
-        self.messages: queue.Queue[Message5] = queue.Queue()
-        self._connack: queue.Queue[Connected5] = queue.Queue()
-        self._acks: dict[int, list[int]] = {}
-        self._acked = threading.Condition()
-        self.disconnected = threading.Event()
-        self.disconnect_reason: int | None = None
-        self.disconnect_properties: dict[str, Any] = {}
-        self.paho.on_connect = self._on_connect
-        self.paho.on_message = self._on_message
-        self.paho.on_subscribe = self._on_ack
-        self.paho.on_unsubscribe = self._on_ack
-        self.paho.on_disconnect = self._on_disconnect
 
     def _on_connect(self, _c: Any, _u: Any, flags: Any, reason: Any, properties: Any) -> None:
         self._connack.put(Connected5(int(reason.value), bool(flags.session_present),
@@ -106,11 +95,6 @@ class Client5:
         self.messages.put(Message5(msg.topic, msg.payload, msg.qos, bool(msg.retain),
                                    _plain(getattr(msg, "properties", None)), bool(msg.dup),
                                    msg.mid))
-
-    def _on_ack(self, _c: Any, _u: Any, mid: int, reasons: Any, _p: Any) -> None:
-        with self._acked:
-            self._acks[mid] = [int(r.value) for r in reasons]
-            self._acked.notify_all()
 
     def _on_disconnect(self, _c: Any, _u: Any, _f: Any, reason: Any, properties: Any) -> None:
         self.disconnect_reason = int(reason.value) if reason is not None else None
@@ -125,12 +109,6 @@ class Client5:
                           if properties else None)
         self.paho.loop_start()
         return self._connack.get(timeout=timeout)
-
-    def _wait_ack(self, mid: int, timeout: float) -> list[int]:
-        with self._acked:
-            if not self._acked.wait_for(lambda: mid in self._acks, timeout):
-                raise TimeoutError(f"no SUBACK/UNSUBACK for mid {mid}")
-            return self._acks.pop(mid)
 
     def subscribe(self, topic: str, qos: int = 0, *, no_local: bool = False,
                   retain_as_published: bool = False, retain_handling: int = 0,
@@ -161,16 +139,6 @@ class Client5:
         if not info.is_published():
             raise TimeoutError(f"publish to {topic!r} at QoS {qos} not completed")
 
-    def expect(self, timeout: float = TIMEOUT) -> Message5:
-        """The next message received (TimeoutError if none comes)."""
-        try:
-            return self.messages.get(timeout=timeout)
-        except queue.Empty:
-            raise TimeoutError("no message received") from None
-
-    def expect_many(self, count: int, timeout: float = TIMEOUT) -> list[Message5]:
-        return [self.expect(timeout) for _ in range(count)]
-
     def wait_disconnect(self, timeout: float = TIMEOUT) -> int | None:
         """Wait until the connection ends; the broker's DISCONNECT reason code (None if none)."""
         if not self.disconnected.wait(timeout):
@@ -186,23 +154,6 @@ class Client5:
         if not self.disconnected.wait(timeout):
             raise TimeoutError("not disconnected")
         self.paho.loop_stop()
-
-    def drop(self) -> None:
-        """Close the socket without DISCONNECT (an abnormal close: the Will fires)."""
-        sock = self.paho.socket()
-        if sock is not None:
-            sock.shutdown(socket.SHUT_RDWR)
-        self.disconnected.wait(TIMEOUT)
-        self.paho.loop_stop()
-
-    def close(self) -> None:
-        """Best-effort cleanup for fixtures."""
-        try:
-            if not self.disconnected.is_set() and self.paho.is_connected():
-                self.paho.disconnect()
-                self.disconnected.wait(TIMEOUT)
-        finally:
-            self.paho.loop_stop()
 
 
 def connect5(raw: RawClient, client_id: str, *, clean: bool = True, keepalive: int = 60,

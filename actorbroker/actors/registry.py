@@ -89,7 +89,7 @@ from .messages import (
 from .node import Node
 from .registry_durable import DurableRegistry
 from .keeper import Sleeping
-from .shared import Reachable, SharedIndex, hash_key, pick, queue_asleep
+from .shared import Reachable, SharedIndex, hash_key, journal_handed_back, journal_routed, pick
 from .subscribers import TopicSubscribers
 from .topic import TopicActor
 from .topic_table import HotTopics, TopicTable
@@ -288,6 +288,7 @@ class RegistryActor(DurableRegistry, LoopActor):
         # No other member can take it: the leaving one keeps it while its session lives.
         if self._shared.holds(whole, leaving) and self._deliver_shared(whole, leaving, True, message):
             return
+        journal_routed(self._node.refs.storage, whole, "", (message,), (0, 0))
         self._node.metrics.drop("shared_unavailable", client_id=leaving, topic=message.topic)
 
     def _deliver_shared(self, whole: str, client_id: str, final: bool,
@@ -296,12 +297,16 @@ class RegistryActor(DurableRegistry, LoopActor):
         ref: Any = self._node.names.sessions.get(client_id)  # an ActorRef or a Sleeping
         if ref is None:
             return False
-        if type(ref) is Sleeping:  # hibernated: into its queue in the commit log
-            return not queue_asleep(self._node.refs.storage, client_id, (message,), grant)
+        storage = self._node.refs.storage
+        unqueued = journal_routed(storage, whole, client_id, (message,), grant)
+        if type(ref) is Sleeping:  # hibernated: the SharedRouted record is its queue
+            return not unqueued
         try:
             ref.tell(DeliverShared((message,), grant[0], grant[1], whole, final,
                                    grant[2] if len(grant) > 2 else None))
         except ActorDeadError:
+            # Gone since: take it out of that member's queue in the log, owed again.
+            journal_handed_back(storage, whole, client_id, (message,), True)
             return False
         return True
 

@@ -8,7 +8,8 @@ effects only:
   shared group chose this client) become ``SessionCore.deliver_matched`` /
   ``deliver5`` calls; a ``DeliverShared`` of another epoch (for a session
   state this actor discarded) goes straight back to the group;
-* ``HandBackShared``: tell the registry ``RedeliverShared``, one per group;
+* ``HandBackShared``: owed by each group again in the commit log
+  (``SharedPending``), then the registry redelivers (``RedeliverShared``);
 * ``SetKeepAlive``: apply the Server Keep Alive to the connection;
 * ``Reauthenticate``: run the AUTH through :class:`~.auth.Reauthentication`.
 """
@@ -24,6 +25,7 @@ from actorbroker.session.effects import HandBackShared, Reauthenticate, SetKeepA
 from .auth import Reauthentication
 from .messages import DeliverMatched, DeliverShared, RedeliverShared
 from .node import Node
+from .shared import journal_handed_back
 
 __all__ = ["Mqtt5Session"]
 
@@ -38,6 +40,7 @@ class Mqtt5Session:
     _epoch: int
     _retired: bool
     _reauth: Reauthentication | None
+    _durability: Any  # SessionDurability | None
 
     if TYPE_CHECKING:
         actor_ref: Any
@@ -67,8 +70,7 @@ class Mqtt5Session:
         # For a discarded session state, or reaching an actor that is retiring (its
         # session ended, or it hibernated: what it queued now would be lost): back to the group.
         if message.epoch != self._epoch or self._retired:
-            self._node.registry().tell(
-                RedeliverShared(self.client_id, message.group, message.messages))
+            self._hand_back(message.group, message.messages)
             return
         self._hold_if_congested()
         options = message.options
@@ -81,6 +83,17 @@ class Mqtt5Session:
                                      subscription_ids=sub_ids, group=message.group,
                                      final=message.final)
         self._run(effects)
+
+    def _hand_back(self, group: str, messages: tuple[AppMessage, ...],
+                   dropped: bool = False) -> None:
+        """Give ``messages`` back to shared subscription ``group``: owed by the group again in
+        the commit log (out of this session's queue there, unless ``dropped`` did that), then
+        the registry picks another member (see actors/shared.py)."""
+        durability = self._durability
+        if durability is not None:
+            journal_handed_back(self._node.refs.storage, group, self.client_id, messages,
+                                durability.durable and not dropped)
+        self._node.registry().tell(RedeliverShared(self.client_id, group, messages))
 
     def _mqtt5_effect(self, effect: Effect, out: list[Packet]) -> tuple[int, str] | None:
         """Carry out an MQTT 5 effect (packets to send go to ``out``).
@@ -97,9 +110,8 @@ class Mqtt5Session:
             for delivery in effect.deliveries:
                 if delivery.group is not None:
                     groups.setdefault(delivery.group, []).append(delivery.message)
-            registry = self._node.registry()
-            for group, messages in groups.items():
-                registry.tell(RedeliverShared(self.client_id, group, tuple(messages)))
+            for group, messages in groups.items():  # (durable: SessionDropped stored already)
+                self._hand_back(group, tuple(messages), dropped=True)
         elif isinstance(effect, Reauthenticate):
             if self._reauth is None:
                 self._reauth = Reauthentication(self._node.settings.auth, self.client_id)

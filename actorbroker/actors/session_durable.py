@@ -150,11 +150,10 @@ class DurableSession:
         self._node.names.unregister_session(self.client_id, self.actor_ref)
 
     def may_hibernate(self) -> bool:
-        """No timer of the core pending but the expiry one (e.g. a delayed Will), and no
-        shared subscription (a group hands messages to a member's actor; the log does not
-        derive them), so the actor can go."""
-        return (not self._retired and all(name == EXPIRY_TIMER for name in self._timers)
-                and not any(f.startswith("$share/") for f in self._core.subscriptions))
+        """No timer of the core pending but the expiry one (e.g. a delayed Will), so the actor
+        can go. (A shared group's messages for a hibernated member go into its queue in the
+        log: ``SharedRouted``, actors/shared.py.)"""
+        return not self._retired and all(name == EXPIRY_TIMER for name in self._timers)
 
     def hibernate(self) -> None:
         """Hand the name to a placeholder (see actors/keeper.py), tell the keeper, stop."""

@@ -15,8 +15,13 @@ named by the whole string; its members are client ids with a grant each
   or a hash of the publisher's client id) among the **online** members
   (the name table's ``online`` set); if none is online, among the members
   whose session can queue it (:class:`Reachable`): an offline session whose
-  actor runs queues it in memory; a hibernated durable one (``keeper.py``)
-  gets it in its queue in the commit log (:func:`queue_asleep`).
+  actor runs queues it; a hibernated durable one (``keeper.py``) gets it in
+  its queue in the commit log.
+* Durability: the router writes ``SharedRouted`` for each logged message
+  before the chosen member hears of it (:func:`journal_routed`); a member
+  handing messages back writes ``SharedPending`` (:func:`journal_handed_back`).
+  With the ``Publish`` record the fold knows what each group still owes
+  (durable/shared.py), so a crash loses no acknowledged message.
 * Redelivery: when a member's connection ends, its session hands back what
   it does not have yet (queued, or QoS 1 without PUBACK) with
   ``RedeliverShared``; the registry gives each message to another member
@@ -39,15 +44,15 @@ from typing import Any
 
 from pykka import ActorDeadError
 
-from actorbroker.persistence.records import SessionQueued
+from actorbroker.persistence.records import Record, SessionDropped, SharedPending, SharedRouted
 from actorbroker.routing import FilterTrie, SharedFilter, SharedGroup, Strategy, parse_shared
 from actorbroker.session import AppMessage
 
 from .durable_messages import Append
 from .keeper import Sleeping
 
-__all__ = ["Reachable", "SharedIndex", "SharedSlots", "hash_key", "is_shared", "pick",
-           "queue_asleep"]
+__all__ = ["Reachable", "SharedIndex", "SharedSlots", "hash_key", "is_shared",
+           "journal_handed_back", "journal_routed", "pick"]
 
 Grant = tuple[Any, ...]  # (qos, epoch) or (qos, epoch, SubOptions)
 _PREFIX = "$share/"
@@ -98,27 +103,56 @@ class Reachable(Collection[str]):
         return sum(1 for _ in self)
 
 
-def queue_asleep(storage: Any, client_id: str, messages: Collection[AppMessage],
-                 grant: Grant) -> int:
-    """Queue shared messages for a hibernated member in the commit log; how many could not be.
+def journal_routed(storage: Any, group: str, client_id: str, messages: Collection[AppMessage],
+                   grant: Grant) -> int:
+    """Tell the commit log which member group ``group`` gave its logged messages to (``""``:
+    none could take them), before that member hears of them; return how many of
+    ``messages`` a hibernated member could not have queued (QoS 0, or not logged).
 
-    A hibernated session's queue lives in the log (``SessionQueued``
-    records, as its actor wrote when it hibernated); the actor that wakes it
-    loads them. QoS 0 and messages the log does not hold cannot be queued.
+    The ``SharedRouted`` records settle what the group owed since the
+    ``Publish`` (durable/shared.py) and queue the message for a durable
+    member in the log, so a crash loses nothing the publisher saw
+    acknowledged; for a hibernated member they are its queue.
     """
     options = grant[2] if len(grant) > 2 else None
     sub_ids = (options.subscription_id,) if options and options.subscription_id else ()
     as_published = options is not None and options.retain_as_published
     ts = int(time.time() * 1e6)
-    records = [SessionQueued(client_id, m.log_offset, min(m.qos, grant[0]), as_published and m.retain,
-                             sub_ids, m.topic, m.size, timestamp_us=ts)
-               for m in messages if min(m.qos, grant[0]) and m.log_offset >= 0]
+    qos = grant[0] if client_id else 0
+    records = [SharedRouted(group, client_id, m.log_offset, min(m.qos, qos),
+                            as_published and m.retain, sub_ids, m.topic, m.size, timestamp_us=ts)
+               for m in messages if m.log_offset >= 0]
     if records and storage is not None:
         try:
             storage.tell(Append(tuple(records), None, 0))
         except ActorDeadError:
             return len(messages)
-    return len(messages) - len(records) if storage is not None else len(messages)
+    if storage is None:
+        return len(messages)
+    return sum(1 for m in messages if m.log_offset < 0 or not min(m.qos, qos))
+
+
+def journal_handed_back(storage: Any, group: str, client_id: str,
+                        messages: Collection[AppMessage], durable: bool) -> None:
+    """A member hands ``messages`` back to ``group``: out of its queue in the log (a durable
+    one: ``SessionDropped``) and owed by the group again (``SharedPending``) until the
+    registry's ``SharedRouted`` names the next member."""
+    if storage is None:
+        return
+    ts = int(time.time() * 1e6)
+    records: list[Record] = []
+    for m in messages:
+        if m.log_offset >= 0:
+            if durable:
+                records.append(SessionDropped(client_id, m.log_offset, "shared_handed_back",
+                                              timestamp_us=ts))
+            records.append(SharedPending(group, m.log_offset, m.qos, m.retain, m.topic, m.size,
+                                         timestamp_us=ts))
+    if records:
+        try:
+            storage.tell(Append(tuple(records), None, 0))
+        except ActorDeadError:
+            pass  # the broker is stopping: the next start finds them owed (or queued)
 
 
 def _new_group(strategy: Strategy, rng: random.Random) -> SharedGroup[str]:

@@ -49,7 +49,7 @@ from .messages import (
 from .faults import CrashForTest, crash_for_test
 from .node import Node
 from .keeper import Sleeping
-from .shared import Reachable, SharedSlots, queue_asleep
+from .shared import Reachable, SharedSlots, journal_routed
 from .subscribers import Grant, TopicSubscribers
 
 __all__ = ["TopicActor"]
@@ -115,6 +115,9 @@ class TopicActor(LoopActor):
         sessions = names.sessions
         for client_id, whole, grant, final, batch in self._shared.route(
                 messages, names.online, Reachable(sessions, storage)):
+            # Written before the member hears of them: the log orders it before anything
+            # the member journals about these messages.
+            unqueued = journal_routed(storage, whole, client_id, batch, grant)
             ref: Any = sessions.get(client_id) if client_id else None  # or a Sleeping
             lost = len(batch)
             if ref is not None and type(ref) is not Sleeping:
@@ -124,8 +127,8 @@ class TopicActor(LoopActor):
                     lost = 0
                 except ActorDeadError:
                     ref = sessions.get(client_id)  # it may have hibernated meanwhile
-            if type(ref) is Sleeping:
-                lost = queue_asleep(storage, client_id, batch, grant)
+            if type(ref) is Sleeping:  # the SharedRouted records are its queue
+                lost = unqueued
             if lost:
                 node.metrics.drop("shared_unavailable", lost, client_id=client_id or None,
                                   topic=self.topic)

@@ -14,6 +14,7 @@ durable session whose subscriptions match it (highest granted QoS, No Local
 and Retain As Published honoured, shared subscriptions excepted), so a
 publisher's PUBACK needs only its own record synced. Offline sessions get
 their queue limits applied here (drops reported in :attr:`DurableState.drops`).
+What shared groups owe their durable members is :attr:`DurableState.shared`.
 Restated records (a checkpoint) count only when folding starts at their
 ``CheckpointStarted``. The record-by-record table is in docs/storage.md.
 
@@ -49,6 +50,8 @@ from actorbroker.persistence.records import (
     SessionDropped,
     SessionExpired,
     SessionQueued,
+    SharedPending,
+    SharedRouted,
     Subscribed,
     Unsubscribed,
     WillCleared,
@@ -57,14 +60,11 @@ from actorbroker.persistence.records import (
 )
 from actorbroker.routing import FilterTrie, matches
 
-from .image import NEVER, Flight, FoldPolicy, SessionImage, will_due_us
+from .image import NEVER, Flight, FoldPolicy, SessionImage, copies, will_due_us
 from .queue import Entry
+from .shared import SharedBacklog, inner_filter
 
 __all__ = ["NEVER", "DurableState", "Flight", "FoldPolicy", "SessionImage"]
-
-_NO_LOCAL = 0x04
-_RETAIN_AS_PUBLISHED = 0x08
-_SHARED = "$share/"
 
 
 class DurableState:
@@ -81,6 +81,8 @@ class DurableState:
         self.loose_wills: dict[str, WillSet] = {}
         #: (client id, reason, topic) of every message dropped for an offline session.
         self.drops: list[tuple[str, str, str]] = []
+        #: What shared subscriptions owe their durable members (:mod:`.shared`).
+        self.shared = SharedBacklog()
         #: The offset after the last record applied.
         self.position = 0
         self._trie: FilterTrie[str, int] = FilterTrie()
@@ -108,6 +110,7 @@ class DurableState:
             SessionCursor: self._cursor, OutboundSent: self._sent,
             PubAckReceived: self._done, PubCompReceived: self._done,
             PubRecReceived: self._pubrec, PubRelReceived: self._pubrel,
+            SharedRouted: self._shared_routed, SharedPending: self._shared_pending,
             CheckpointStarted: self._checkpoint_started,
             CheckpointCompleted: self._checkpoint_completed,
         }
@@ -128,9 +131,8 @@ class DurableState:
     def apply_all(self, entries: Iterator[Any]) -> int:
         """Fold ``LogEntry`` items in order; return how many."""
         count = 0
-        for entry in entries:
+        for count, entry in enumerate(entries, 1):
             self.apply(entry.offset, entry.record, entry.next_offset)
-            count += 1
         return count
 
     # -- views ------------------------------------------------------------------------
@@ -141,12 +143,11 @@ class DurableState:
         return self._restating is not None
 
     def needed_from(self) -> int | None:
-        """The lowest offset still needed: by a session's queue or flight, or the checkpoint."""
-        found = [s for s in (image.first_needed() for image in self.sessions.values())
-                 if s is not None]
-        if self.checkpoint is not None:
-            found.append(self.checkpoint[1])
-        return min(found) if found else None
+        """The lowest offset still needed: by a session's queue or flight, a shared group, or
+        the checkpoint."""
+        found = [image.first_needed() for image in self.sessions.values()]
+        found += [self.shared.first_offset(), self.checkpoint and self.checkpoint[1]]
+        return min((s for s in found if s is not None), default=None)
 
     def topic_of(self, topic_id: int) -> str:
         """The topic of a queue entry's topic id ("" when unknown)."""
@@ -196,17 +197,12 @@ class DurableState:
                 self.retained.pop(record.topic, None)
         if record.qos and len(self._trie):
             self._derive(offset, record)
+        if record.qos:
+            self.shared.published(offset, record.qos, record.retain, len(record.payload),
+                                  record.topic, self.topic_id)
 
     def _derive(self, offset: int, record: Publish) -> None:
-        best: dict[str, tuple[int, bool]] = {}
-        for _, members in self._trie.match_filters(record.topic):
-            for client_id, options in members.items():
-                if options & _NO_LOCAL and client_id == record.client_id:
-                    continue
-                qos, rap = options & 3, bool(options & _RETAIN_AS_PUBLISHED)
-                held = best.get(client_id)
-                if held is None or qos > held[0] or (qos == held[0] and rap):
-                    best[client_id] = (qos, rap)
+        best = copies(self._trie, record.topic, record.client_id)
         if not best:
             return
         topic = self.topic_id(record.topic)
@@ -243,6 +239,12 @@ class DurableState:
                 return  # a clean session: nothing of it is durable
             image = self.sessions[record.client_id] = SessionImage(record.client_id)
         image.connected = True
+        if (image.level == 5) != (record.protocol_level == 5):  # "$share/..." changes meaning
+            for topic_filter in image.subs:
+                self._index(image, topic_filter, False)
+            image.level = record.protocol_level
+            for topic_filter in image.subs:
+                self._index(image, topic_filter, True)
         image.level = record.protocol_level
         image.expiry = record.expiry_interval
         image.will = None  # the new connection brings its own (WillSet follows)
@@ -267,26 +269,38 @@ class DurableState:
         if will_due and image.will is not None:
             self.loose_wills[image.client_id] = image.will
         for topic_filter in image.subs:
-            self._trie.remove(topic_filter, image.client_id)
+            self._index(image, topic_filter, False)
         del self.sessions[image.client_id]
+
+    def _index(self, image: SessionImage, topic_filter: str, add: bool) -> None:
+        """Put one of ``image``'s subscriptions in (or take it out of) the trie or its group."""
+        cid = image.client_id
+        if _shared(image, topic_filter):
+            if add:
+                self.shared.join(topic_filter, cid, image.subs[topic_filter][0] & 3)
+            else:
+                self.shared.leave(topic_filter, cid)
+        elif add:
+            self._trie.add(topic_filter, cid, image.subs[topic_filter][0])
+        else:
+            self._trie.remove(topic_filter, cid)
 
     def _subscribed(self, offset: int, record: Subscribed) -> None:
         image = self.sessions.get(record.client_id)
         if image is None:
             return
         image.subs[record.topic_filter] = (record.options, record.subscription_id)
-        if not _shared(image, record.topic_filter):
-            self._trie.add(record.topic_filter, record.client_id, record.options)
+        self._index(image, record.topic_filter, True)
 
     def _unsubscribed(self, offset: int, record: Unsubscribed) -> None:
         image = self.sessions.get(record.client_id)
         if image is None or image.subs.pop(record.topic_filter, None) is None:
             return
-        self._trie.remove(record.topic_filter, record.client_id)
+        self._index(image, record.topic_filter, False)
         if image.queue:
             # What no remaining filter matches was not (or will not be) routed to it.
-            # (A shared subscription's messages come as SessionQueued: its inner filter counts.)
-            filters = [_inner(image, f) for f in image.subs]
+            # (A shared subscription's messages come as SharedRouted: its inner filter counts.)
+            filters = [inner_filter(f) if _shared(image, f) else f for f in image.subs]
             names = self._topic_names
             image.queue.prune(lambda t: any(matches(f, names[t]) for f in filters))
 
@@ -305,12 +319,21 @@ class DurableState:
 
     # -- delivery state ----------------------------------------------------------------
 
-    def _queued(self, offset: int, record: SessionQueued) -> None:
+    def _queued(self, offset: int, record: SessionQueued | SharedRouted) -> None:
         image = self.sessions.get(record.client_id)
         if image is None or any(f.offset == record.offset for f in (image.inflight or {}).values()):
             return
         image.offsets().insert(Entry(record.offset, record.qos, record.retain, record.size,
                                      self.topic_id(record.topic)))
+
+    def _shared_routed(self, offset: int, record: SharedRouted) -> None:
+        self.shared.routed(record.group, record.offset)
+        if record.client_id and record.qos:
+            self._queued(offset, record)
+
+    def _shared_pending(self, offset: int, record: SharedPending) -> None:
+        self.shared.owe(record.group, Entry(record.offset, record.qos, record.retain,
+                                                record.size, self.topic_id(record.topic)))
 
     def _dropped(self, offset: int, record: SessionDropped) -> None:
         image = self.sessions.get(record.client_id)
@@ -318,7 +341,7 @@ class DurableState:
             image.queue.remove(record.offset)
         if image is not None and image.inflight:
             # A flight can be dropped too (MQTT 5: too large for a new connection, or a
-            # shared subscription's message handed back to its group).
+            # shared subscription's message handed back to its group: SharedPending follows).
             for packet_id in [p for p, f in image.inflight.items() if f.offset == record.offset]:
                 del image.inflight[packet_id]
 
@@ -347,11 +370,10 @@ class DurableState:
 
     def _pubrec(self, offset: int, record: PubRecReceived) -> None:
         image = self.sessions.get(record.client_id)
-        flight = None if image is None or not image.inflight else image.inflight.pop(
-            record.packet_id, None)
-        if flight is not None:
-            assert image is not None and image.inflight is not None
-            image.inflight[record.packet_id] = flight._replace(released=True)  # now PUBREC order
+        flights = None if image is None else image.inflight
+        flight = None if not flights else flights.pop(record.packet_id, None)
+        if flight is not None and flights is not None:
+            flights[record.packet_id] = flight._replace(released=True)  # now PUBREC order
 
     def _pubrel(self, offset: int, record: PubRelReceived) -> None:
         image = self.sessions.get(record.client_id)
@@ -373,11 +395,4 @@ class DurableState:
 def _shared(image: SessionImage, topic_filter: str) -> bool:
     """True for a shared subscription (``$share/...`` of an MQTT 5 session; a plain filter
     at MQTT 3, as the registry has it)."""
-    return image.level == 5 and topic_filter.startswith(_SHARED)
-
-
-def _inner(image: SessionImage, topic_filter: str) -> str:
-    """The filter topics are matched against: a shared subscription's inner filter."""
-    if _shared(image, topic_filter):
-        return topic_filter.split("/", 2)[2] if topic_filter.count("/") >= 2 else topic_filter
-    return topic_filter
+    return image.level == 5 and topic_filter.startswith("$share/")

@@ -1,10 +1,11 @@
-"""Durability layer: one durable session as the commit log tells it, and the fold's limits. Stdlib and persistence only.
+"""Durability layer: one durable session as the commit log tells it, and the fold's limits. Stdlib, routing and persistence only.
 
 :class:`SessionImage` is what :class:`~.fold.DurableState` keeps per durable
 session; :class:`Flight` one outbound flow of it; :class:`FoldPolicy` the
 queue limits applied to offline sessions. :func:`will_due_us` says when a
 session's Will is due once its connection is gone (MQTT 5: the Will Delay
-Interval, at most the Session Expiry Interval; MQTT 3: at once).
+Interval, at most the Session Expiry Interval; MQTT 3: at once);
+:func:`copies` what a message gives each session's plain subscriptions.
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from actorbroker.persistence.records import WillSet
+from actorbroker.routing import FilterTrie
 
 from .queue import OffsetQueue
 
-__all__ = ["NEVER", "Flight", "FoldPolicy", "SessionImage", "will_due_us"]
+__all__ = ["NEVER", "Flight", "FoldPolicy", "SessionImage", "copies", "will_due_us"]
 
 #: Session Expiry Interval that never runs out.
 NEVER = 0xFFFFFFFF
@@ -84,3 +86,24 @@ class SessionImage:
         if head is not None:
             found.append(head)
         return min(found) if found else None
+
+
+_NO_LOCAL = 0x04
+_RETAIN_AS_PUBLISHED = 0x08
+
+
+def copies(trie: FilterTrie[str, int], topic: str,
+           publisher: str) -> dict[str, tuple[int, bool]]:
+    """Client -> (granted QoS, Retain As Published) of the copy each durable session's plain
+    subscriptions in ``trie`` (options as the Subscribed record has them) give it of a
+    message to ``topic``: the highest QoS, No Local honoured."""
+    best: dict[str, tuple[int, bool]] = {}
+    for _, members in trie.match_filters(topic):
+        for client_id, options in members.items():
+            if options & _NO_LOCAL and client_id == publisher:
+                continue
+            qos, rap = options & 3, bool(options & _RETAIN_AS_PUBLISHED)
+            held = best.get(client_id)
+            if held is None or qos > held[0] or (qos == held[0] and rap):
+                best[client_id] = (qos, rap)
+    return best

@@ -16,8 +16,8 @@ flight (and ``PubRecReceived`` for those in the PUBREL stage, in PUBREC
 order), ``SessionQueued`` per queued message, then ``SessionDisconnected``
 (with the time it went offline) unless it was connected. Then the loose
 Wills (of clean sessions, or due since their session ended) as ``WillSet``
-records of client ids without a session, and a self-contained
-``RetainedSet`` per retained message (read back from the log with ``read``).
+records of client ids without a session, a ``SharedPending`` per message a
+shared group still owes, and a self-contained ``RetainedSet`` per retained message (read back from the log with ``read``).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from actorbroker.persistence.records import (
     SessionConnected,
     SessionDisconnected,
     SessionQueued,
+    SharedPending,
     Subscribed,
 )
 
@@ -51,6 +52,10 @@ def restate(state: DurableState, checkpoint_id: int, read: Callable[[int], Recor
         yield from restate_session(state, image, ts)
     for will in list(state.loose_wills.values()):
         yield dataclasses.replace(will, restated=True)
+    for group, entry in list(state.shared.items()):  # after the members' Subscribed
+        yield SharedPending(group, entry.offset, entry.qos, entry.retain,
+                            state.topic_of(entry.topic), entry.size, timestamp_us=ts,
+                            restated=True)
     for topic, offset in list(state.retained.items()):
         record = read(offset)
         if isinstance(record, RetainedSet):

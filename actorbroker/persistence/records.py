@@ -29,12 +29,30 @@ docs/storage.md); an empty BLOB means none (MQTT 3.x).
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import IntEnum
 from typing import ClassVar
 
 from actorbroker.errors import CorruptRecordError
 
+from .delivery_records import (
+    OutboundSent,
+    PubAckReceived,
+    PubCompReceived,
+    PubRecReceived,
+    PubRelReceived,
+    SessionCursor,
+    SessionDropped,
+    SessionQueued,
+    SharedPending,
+    SharedRouted,
+)
+from .record_base import CLIENT as _CLIENT
+from .record_base import ENVELOPE, FLAG_RESTATED, Record, UnknownRecord
+from .record_base import PACKET_ID as _PACKET_ID
+from .record_base import PROPS as _PROPS
+from .record_base import QOS as _QOS
+from .record_base import TOPIC as _TOPIC
 from .wire import BodyCodec, Kind, wire
 
 __all__ = [
@@ -42,34 +60,10 @@ __all__ = [
     "DisconnectCause", "OutboundSent", "PubAckReceived", "PubCompReceived", "PubRecReceived",
     "PubRelReceived", "Publish", "Record", "RetainedCleared", "RetainedSet", "SessionConnected",
     "SessionCursor", "SessionDisconnected", "SessionDropped", "SessionExpired", "SessionQueued",
-    "Subscribed",
+    "SharedPending", "SharedRouted", "Subscribed",
     "UnknownRecord", "Unsubscribed", "WillCleared", "WillSent", "WillSet", "decode_record",
     "encode_record", "peek",
 ]
-
-#: type, version, flags, timestamp_us
-ENVELOPE = struct.Struct(">BBHq")
-FLAG_RESTATED = 0x0001
-
-_CLIENT = "client identifier of the session"
-_TOPIC = "topic name"
-_PACKET_ID = "MQTT packet identifier"
-_QOS = "QoS 0, 1 or 2"
-_PROPS = "MQTT 5 properties in their wire encoding; empty for none"
-_SUB_IDS = "MQTT 5 subscription identifiers to send with the message"
-
-
-@dataclass(frozen=True, slots=True)
-class Record:
-    """Base of every record: what the envelope carries besides type and version."""
-
-    TYPE: ClassVar[int] = 0
-    VERSION: ClassVar[int] = 1
-    #: Wall-clock time of the event, microseconds since the Unix epoch.
-    timestamp_us: int = field(kw_only=True)
-    #: True when the record restates state at a checkpoint (flags bit 0).
-    restated: bool = field(default=False, kw_only=True)
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,94 +216,6 @@ class SessionExpired(Record):
 
 
 @dataclass(frozen=True, slots=True)
-class SessionQueued(Record):
-    """The message logged at ``offset`` waits in the session's queue."""
-
-    TYPE: ClassVar[int] = 20
-    client_id: str = wire(Kind.TEXT, _CLIENT)
-    offset: int = wire(Kind.U64, "log offset of the Publish")
-    qos: int = wire(Kind.U8, "delivery QoS (after downgrade)", default=0, maximum=2)
-    retain: bool = wire(Kind.BOOL, "RETAIN flag to send", default=False)
-    subscription_ids: tuple[int, ...] = wire(Kind.U32_LIST, _SUB_IDS, default=())
-    topic: str = wire(Kind.TEXT, "topic of the message (empty: unknown)", default="", appended=True)
-    size: int = wire(Kind.U32, "payload bytes of the message", default=0, appended=True)
-
-
-@dataclass(frozen=True, slots=True)
-class SessionDropped(Record):
-    """The message at ``offset`` will not be delivered to the session (a queue limit, expiry)."""
-
-    TYPE: ClassVar[int] = 27
-    client_id: str = wire(Kind.TEXT, _CLIENT)
-    offset: int = wire(Kind.U64, "log offset of the Publish")
-    reason: str = wire(Kind.TEXT, "why, as counted in $SYS (queue_full, expired, ...)", default="")
-
-
-@dataclass(frozen=True, slots=True)
-class SessionCursor(Record):
-    """Every queue entry of the session below ``offset`` has left the queue."""
-
-    TYPE: ClassVar[int] = 21
-    client_id: str = wire(Kind.TEXT, _CLIENT)
-    offset: int = wire(Kind.U64, "queue entries below this offset are done")
-
-
-@dataclass(frozen=True, slots=True)
-class OutboundSent(Record):
-    """A QoS 1/2 PUBLISH of the message at ``offset`` went out with ``packet_id``.
-
-    It stays in flight until PubAckReceived (QoS 1) or PubCompReceived
-    (QoS 2); after a restart it is sent again with DUP set, unless a
-    PubRecReceived moved it to the PUBREL stage.
-    """
-
-    TYPE: ClassVar[int] = 22
-    client_id: str = wire(Kind.TEXT, _CLIENT)
-    packet_id: int = wire(Kind.U16, _PACKET_ID)
-    offset: int = wire(Kind.U64, "log offset of the Publish")
-    qos: int = wire(Kind.U8, "delivery QoS, 1 or 2", default=1, maximum=2)
-    retain: bool = wire(Kind.BOOL, "RETAIN flag sent", default=False)
-    subscription_ids: tuple[int, ...] = wire(Kind.U32_LIST, _SUB_IDS, default=())
-
-
-@dataclass(frozen=True, slots=True)
-class PubAckReceived(Record):
-    """The client acknowledged an outbound QoS 1 PUBLISH: the flow is done."""
-
-    TYPE: ClassVar[int] = 23
-    client_id: str = wire(Kind.TEXT, _CLIENT)
-    packet_id: int = wire(Kind.U16, _PACKET_ID)
-
-
-@dataclass(frozen=True, slots=True)
-class PubRecReceived(Record):
-    """The client received an outbound QoS 2 PUBLISH: PUBREL stage, never resend it."""
-
-    TYPE: ClassVar[int] = 24
-    client_id: str = wire(Kind.TEXT, _CLIENT)
-    packet_id: int = wire(Kind.U16, _PACKET_ID)
-
-
-@dataclass(frozen=True, slots=True)
-class PubCompReceived(Record):
-    """The client completed an outbound QoS 2 flow: the packet id is free."""
-
-    TYPE: ClassVar[int] = 25
-    client_id: str = wire(Kind.TEXT, _CLIENT)
-    packet_id: int = wire(Kind.U16, _PACKET_ID)
-
-
-@dataclass(frozen=True, slots=True)
-class PubRelReceived(Record):
-    """The client released an inbound QoS 2 message (PUBREL): its packet id is free."""
-
-    TYPE: ClassVar[int] = 26
-    client_id: str = wire(Kind.TEXT, _CLIENT)
-    packet_id: int = wire(Kind.U16, _PACKET_ID)
-
-
-
-@dataclass(frozen=True, slots=True)
 class CheckpointStarted(Record):
     """Restated records (flags bit 0) follow, up to the matching CheckpointCompleted."""
 
@@ -326,15 +232,6 @@ class CheckpointCompleted(Record):
     started_at: int = wire(Kind.U64, "log offset of its CheckpointStarted")
 
 
-@dataclass(frozen=True, slots=True)
-class UnknownRecord(Record):
-    """A record of a type or version this reader does not know; kept byte for byte."""
-
-    type_code: int
-    version: int
-    body: bytes
-
-
 #: type code -> record class, for every type this code writes and reads.
 RECORD_TYPES: dict[int, type[Record]] = {
     cls.TYPE: cls
@@ -344,6 +241,7 @@ RECORD_TYPES: dict[int, type[Record]] = {
         WillSet, WillCleared, WillSent, SessionExpired,
         SessionQueued, SessionCursor, OutboundSent, SessionDropped,
         PubAckReceived, PubRecReceived, PubCompReceived, PubRelReceived,
+        SharedRouted, SharedPending,
         CheckpointStarted, CheckpointCompleted,
     )
 }

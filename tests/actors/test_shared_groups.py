@@ -9,8 +9,9 @@ from actorbroker.actors.shared import (
     SharedIndex,
     SharedSlots,
     hash_key,
+    journal_handed_back,
+    journal_routed,
     pick,
-    queue_asleep,
 )
 from actorbroker.routing import SharedFilter, SharedGroup, Strategy
 from actorbroker.session import AppMessage
@@ -123,21 +124,41 @@ def test_reachable_members() -> None:
     assert set(Reachable(sessions, None)) == {"live"}  # no commit log: a hibernated one cannot
 
 
-def test_queue_asleep_writes_session_queued_records() -> None:
+def test_journal_routed_writes_shared_routed_records() -> None:
     from actorbroker.actors.durable_messages import Append
-    from actorbroker.persistence.records import SessionQueued
+    from actorbroker.persistence.records import SharedRouted
     from actorbroker.session.suboptions import SubOptions
     storage = _Storage()
     logged = AppMessage("t", b"x", 2, True, publisher="p", log_offset=40)
     qos0 = AppMessage("t", b"y", 0, log_offset=41)
     unlogged = AppMessage("t", b"z", 1)
-    lost = queue_asleep(storage, "m", [logged, qos0, unlogged],
-                        (1, 3, SubOptions(retain_as_published=True, subscription_id=5)))
-    assert lost == 2
+    lost = journal_routed(storage, "$share/g/t", "m", [logged, qos0, unlogged],
+                          (1, 3, SubOptions(retain_as_published=True, subscription_id=5)))
+    assert lost == 2  # what a hibernated member could not queue: QoS 0, not logged
     [append] = storage.told
     assert isinstance(append, Append)
-    [record] = append.records
-    assert isinstance(record, SessionQueued)
-    assert (record.client_id, record.offset, record.qos, record.retain,
-            record.subscription_ids, record.topic) == ("m", 40, 1, True, (5,), "t")
-    assert queue_asleep(None, "m", [logged], (1, 3)) == 1  # no commit log
+    first, second = append.records
+    assert isinstance(first, SharedRouted) and isinstance(second, SharedRouted)
+    assert (first.group, first.client_id, first.offset, first.qos, first.retain,
+            first.subscription_ids, first.topic) == ("$share/g/t", "m", 40, 1, True, (5,), "t")
+    assert (second.offset, second.qos) == (41, 0)  # settles the group's debt, queues nothing
+    storage.told.clear()
+    assert journal_routed(storage, "$share/g/t", "", [logged], (0, 0)) == 1
+    [append] = storage.told
+    assert [(r.client_id, r.qos) for r in append.records] == [("", 0)]  # no member took it
+
+
+def test_journal_handed_back_owes_the_group_again() -> None:
+    from actorbroker.persistence.records import SessionDropped, SharedPending
+    storage = _Storage()
+    logged = AppMessage("t", b"x", 1, publisher="p", log_offset=40)
+    journal_handed_back(storage, "$share/g/t", "m", [logged, AppMessage("t", b"z", 1)], True)
+    [append] = storage.told
+    dropped, pending = append.records
+    assert isinstance(dropped, SessionDropped) and isinstance(pending, SharedPending)
+    assert (dropped.client_id, dropped.offset, dropped.reason) == ("m", 40, "shared_handed_back")
+    assert (pending.group, pending.offset, pending.qos, pending.topic) == ("$share/g/t", 40, 1, "t")
+    storage.told.clear()
+    journal_handed_back(storage, "$share/g/t", "m", [logged], False)  # not durable: no queue
+    assert [type(r) for r in storage.told[0].records] == [SharedPending]
+    assert journal_routed(None, "$share/g/t", "m", [logged], (1, 3)) == 1  # no commit log

@@ -28,6 +28,7 @@ from collections import Counter
 from actorbroker.codec import (
     ConnAck,
     Connect,
+    Properties,
     Decoder,
     Disconnect,
     Packet,
@@ -49,15 +50,17 @@ RETRY = 0.02  # seconds between two connection attempts
 class _Client(threading.Thread):
     """Connect, run :meth:`work` until the connection breaks, reconnect; until stopped."""
 
-    def __init__(self, client_id: str, port: int) -> None:
+    def __init__(self, client_id: str, port: int, level: int = LEVEL) -> None:
         super().__init__(name=client_id, daemon=True)
         self.client_id = client_id
         self.port = port
+        self.level = level
+        self.offline = 0.0  # seconds to stay away after the next connection ends
         self.stopping = threading.Event()
         self.connects = 0
         self.errors: list[str] = []
         self._sock: socket.socket | None = None
-        self._decoder = Decoder(LEVEL)
+        self._decoder = Decoder(level)
         self._packets: list[Packet] = []
 
     def run(self) -> None:
@@ -73,13 +76,16 @@ class _Client(threading.Thread):
                 if self._sock is not None:
                     self._sock.close()
                     self._sock = None
-            self.stopping.wait(RETRY)
+            self.stopping.wait(max(RETRY, self.offline))
+            self.offline = 0.0
 
     def _session(self) -> None:
         self._sock = socket.create_connection(("127.0.0.1", self.port), timeout=2.0)
-        self._decoder = Decoder(LEVEL)
+        self._decoder = Decoder(self.level)
         self._packets = []
-        self.send(Connect("MQTT", LEVEL, self.client_id, False, 0))  # no keepalive: idle is fine
+        # No keepalive: idle is fine. MQTT 5 needs a Session Expiry Interval to keep the session.
+        props = Properties(session_expiry_interval=3600) if self.level == 5 else Properties()
+        self.send(Connect("MQTT", self.level, self.client_id, False, 0, properties=props))
         connack = self.recv(5.0)
         if not isinstance(connack, ConnAck) or connack.reason_code != 0:
             raise OSError(f"refused: {connack}")
@@ -89,9 +95,19 @@ class _Client(threading.Thread):
             self.work()
         self.send(Disconnect())
 
+    def drop(self, seconds: float) -> None:
+        """Break the connection from outside, then stay away ``seconds`` (an offline spell)."""
+        self.offline = seconds
+        sock = self._sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
     def send(self, *packets: Packet) -> None:
         assert self._sock is not None
-        self._sock.sendall(b"".join(encode(p, LEVEL) for p in packets))
+        self._sock.sendall(b"".join(encode(p, self.level) for p in packets))
 
     def recv(self, timeout: float) -> Packet | None:
         """The next packet, or None after ``timeout`` seconds without one."""
@@ -164,8 +180,9 @@ class Publisher(_Client):
 class Subscriber(_Client):
     """Subscribes ``topic_filter`` at ``qos`` once; records what arrives (see the module doc)."""
 
-    def __init__(self, client_id: str, port: int, topic_filter: str, qos: int) -> None:
-        super().__init__(client_id, port)
+    def __init__(self, client_id: str, port: int, topic_filter: str, qos: int,
+                 level: int = LEVEL) -> None:
+        super().__init__(client_id, port, level)
         self.topic_filter, self.qos = topic_filter, qos
         self.subscribed = threading.Event()
         self.received: Counter[bytes] = Counter()

@@ -30,6 +30,8 @@ from actorbroker.persistence.records import (
     SessionDropped,
     SessionExpired,
     SessionQueued,
+    SharedPending,
+    SharedRouted,
     Unsubscribed,
     WillCleared,
     WillSent,
@@ -154,7 +156,7 @@ def test_restated_records_count_only_when_folding_starts_at_their_checkpoint() -
 
 CLIENTS = ("a", "b", "c")
 TOPICS = ("t", "t/x", "u")
-FILTERS = ("t", "t/+", "#", "u")
+FILTERS = ("t", "t/+", "#", "u", "$share/g/t/#")  # the last: shared at MQTT 5
 
 
 def describe(log: Log) -> dict[str, Any]:
@@ -170,30 +172,49 @@ def describe(log: Log) -> dict[str, Any]:
         )
     retained = {topic: getattr(log.read(offset), "payload") for topic, offset in state.retained.items()}
     loose = {cid: will.payload for cid, will in state.loose_wills.items()}
-    return {"sessions": sessions, "retained": retained, "loose_wills": loose}
+    owed = [(group, e.offset, e.qos, e.retain, e.size, state.topic_of(e.topic))
+            for group, e in state.shared.items()]
+    return {"sessions": sessions, "retained": retained, "loose_wills": loose, "owed": owed}
 
 
 events = st.lists(st.tuples(
     st.sampled_from(["connect", "disconnect", "subscribe", "unsubscribe", "publish", "sent",
-                     "ack", "pubrec", "pubrel", "expire", "will", "drop", "queue"]),
-    st.sampled_from(CLIENTS), st.integers(0, 3), st.booleans(), st.sampled_from(TOPICS)),
+                     "ack", "pubrec", "pubrel", "expire", "will", "drop", "queue", "routed",
+                     "owe"]),
+    st.sampled_from(CLIENTS), st.integers(0, 4), st.booleans(), st.sampled_from(TOPICS)),
     max_size=60)
 
 
 @settings(max_examples=150, deadline=None)
 @given(events)
 def test_folding_a_checkpoint_gives_the_state_back(steps: list[tuple[str, str, int, bool, str]]) -> None:
+    fold_and_restate(Log(DurableState(FoldPolicy(max_queued_messages=5))), steps)
+
+
+@settings(max_examples=150, deadline=None)
+@given(events)
+def test_a_checkpoint_restates_what_shared_groups_owe(
+        steps: list[tuple[str, str, int, bool, str]]) -> None:
     log = Log(DurableState(FoldPolicy(max_queued_messages=5)))
-    published: list[int] = []
+    for cid in CLIENTS[:2]:  # durable MQTT 5 members of the shared group
+        log.add(connected(cid, level=5), subscribed(cid, FILTERS[4], 1))
+    log.add(publish("t/x", 2))
+    assert len(log.state.shared) == 1, "owed to the group"
+    fold_and_restate(log, steps)
+
+
+def fold_and_restate(log: Log, steps: list[tuple[str, str, int, bool, str]]) -> None:
+    """Fold ``steps`` after what ``log`` has; the checkpoint of the result folds back to it."""
+    published: list[int] = [o for o, r in log.records.items() if type(r).__name__ == "Publish"]
     for kind, cid, n, flag, topic in steps:
         ts = TS + len(log.records)
         if kind == "connect":
-            log.add(SessionConnected(cid, 5 if flag else 4, n == 0, False, (0, 30, NEVER, 60)[n],
+            log.add(SessionConnected(cid, 5 if flag else 4, n == 0, False, (0, 30, NEVER, 60, 9)[n],
                                      timestamp_us=ts))
         elif kind == "disconnect":
-            log.add(disconnected(cid, (NEVER, 30, 0, 60)[n], ts))
+            log.add(disconnected(cid, (NEVER, 30, 0, 60, 9)[n], ts))
         elif kind == "subscribe":
-            log.add(subscribed(cid, FILTERS[n], 1 + flag, 0x08 if n == 3 else 0))
+            log.add(subscribed(cid, FILTERS[n], flag + (n != 4), 0x08 if n == 3 else 0))
         elif kind == "unsubscribe":
             log.add(Unsubscribed(cid, FILTERS[n], timestamp_us=ts))
         elif kind == "publish":
@@ -219,6 +240,12 @@ def test_folding_a_checkpoint_gives_the_state_back(steps: list[tuple[str, str, i
         elif kind == "queue" and published:
             log.add(SessionQueued(cid, published[n % len(published)], 1, flag, (), topic, 3,
                                   timestamp_us=ts))
+        elif kind == "routed" and published:
+            log.add(SharedRouted(FILTERS[4], cid if n else "", published[n % len(published)],
+                                 n % 3, flag, (), topic, 3, timestamp_us=ts))
+        elif kind == "owe" and published:
+            log.add(SharedPending(FILTERS[4], published[n % len(published)], 1 + flag, flag,
+                                  topic, 3, timestamp_us=ts))
     restated = list(restate(log.state, 7, log.read, TS))
     again = Log(DurableState(FoldPolicy(max_queued_messages=5)))
     [start] = again.add(restated[0])

@@ -8,12 +8,14 @@ fsync and os); the actor calls it at a few seams and it never blocks:
   a ``Publish`` per accepted QoS 1/2 message, the session events and, for
   durable sessions, the delivery state. Records of a read's packets, a
   CONNECT, a connection loss or a SUBACK are stashed by the actor before.
-* **Held output** (:mod:`.held`). When records must be stored first, the
-  effects are held under a token and one ``Append`` goes to the storage
-  actor; ``Durable`` releases them in order (logged messages routed with
-  their offsets, then the acks); ``NotDurable`` refuses the publishes. Later
-  effects queue behind. A durable session's refused state records are sent
-  again with exponential backoff.
+* **Held output** (:mod:`.held`, :mod:`.gate`). When records must be
+  stored first, the effects are held under a token and one ``Append`` goes
+  to the storage actor; ``Durable`` releases them in order (logged messages
+  routed with their offsets, then the acks); ``NotDurable`` refuses the
+  publishes. Later effects queue behind. An entry whose messages are all
+  QoS 1 is marked early: its routes go once the records are written, before
+  the fsync, and only its PUBACKs wait (see :mod:`.gate`). A durable
+  session's refused state records are sent again with exponential backoff.
 * **Resumed queue** (:mod:`.resumed_queue`), **Wills** (:mod:`.session_wills`:
   ``WillSent``/``WillCleared``, a Will taken back from the log) and
   **hibernation** (:meth:`settle`, actors/keeper.py).
@@ -34,31 +36,18 @@ from actorbroker.durable import OffsetQueue
 from actorbroker.durable.journal import (
     ack_records,
     connected_record,
-    publish_record,
     queued_records,
-    sent_records,
     subscribed_records,
     will_record,
 )
 from actorbroker.persistence.records import (DisconnectCause, Publish, Record,
-                                             SessionDisconnected, SessionDropped, SessionExpired,
-                                             Unsubscribed, WillSent)
-from actorbroker.session import (
-    AppMessage,
-    Dropped,
-    Effect,
-    EndSession,
-    HandBackShared,
-    PublishWill,
-    RequestSubscribe,
-    RequestUnsubscribe,
-    Route,
-    Send,
-    SessionState,
-)
+                                             SessionDisconnected, SessionDropped)
+from actorbroker.session import AppMessage, Effect, EndSession, Send, SessionState
 from actorbroker.session.backoff import Backoff, BackoffPolicy
 
 from .durable_messages import Append, Durable, Fetched, NotDurable, RetryJournal, SessionLoad
+from .effect_records import derive
+from .gate import Gate
 from .held import STOP, UNHELD, Held, expiry_of, now_us
 from .resumed_queue import ResumedQueue
 from .session_wills import SessionWills
@@ -88,10 +77,9 @@ class SessionDurability:
         self.settings = settings
         self.durable = False
         self.hibernated = False
-        self.releasing = False
         self.resumed = ResumedQueue(actor, node, self)
         self.wills = SessionWills()
-        self._gate: deque[Held] = deque()
+        self._gate = Gate(actor)
         self._tokens = 0
         self._stash: list[Record] = []
         self._asked: dict[int, deque[tuple[tuple[Subscription, ...], int | None]]] = {}
@@ -165,69 +153,39 @@ class SessionDurability:
 
     def intercept(self, effects: list[Effect]) -> list[Effect]:
         """The effects to carry out now; the rest is held until its records are stored."""
-        if self.releasing:
+        gate = self._gate
+        if gate.releasing:
             return effects
+        if not self.durable and not self._stash and self.wills.loaded is None:
+            for effect in effects:  # the fast path of deliveries: packets only, no records
+                if type(effect) is not Send:
+                    break
+            else:
+                if gate:  # behind what is held (nothing to hold for no effects at all)
+                    if effects:
+                        gate.hold(Held(None, list(effects), self._actor.connection,
+                                       blocking=False))
+                    return []
+                return effects
         cid, durable = self._cid, self.durable
         if self.wills.loaded is not None:  # a Will taken back from the log: out if due
             effects = self.wills.inject(effects, cid, self._actor.now())
         ts = now_us()
-        records: list[Record] = []
-        before: list[Record] = []  # WillSent: the connection before any stashed SessionConnected
-        routes: list[tuple[int, int]] = []
-        state: list[Record] = []
-        for index, effect in enumerate(effects):
-            kind = type(effect)
-            if kind is Route:
-                assert isinstance(effect, Route)
-                message = effect.message
-                if message.qos and message.log_offset < 0:
-                    routes.append((index, len(records)))
-                    records.append(publish_record(
-                        message, None if effect.ack is None else effect.ack.packet_id, ts))
-            elif kind is Send:
-                if durable:
-                    assert isinstance(effect, Send)
-                    state += sent_records(cid, effect.packets, self._flights, ts)
-            elif kind is PublishWill:
-                assert isinstance(effect, PublishWill)
-                message = effect.message
-                if message.qos and message.log_offset < 0:
-                    routes.append((index, len(records)))
-                    records.append(publish_record(message, None, ts))
-                before.append(WillSent(cid, message.topic, timestamp_us=ts))
-            elif kind is Dropped:
-                assert isinstance(effect, Dropped)
-                if durable and effect.qos and effect.message.log_offset >= 0:
-                    state.append(SessionDropped(cid, effect.message.log_offset,
-                                                effect.reason.value, timestamp_us=ts))
-            elif kind is HandBackShared:  # MQTT 5: no longer this session's (queued or in flight)
-                assert isinstance(effect, HandBackShared)
-                if durable:
-                    state += [SessionDropped(cid, d.message.log_offset, "shared_handed_back",
-                                             timestamp_us=ts)
-                              for d in effect.deliveries if d.message.log_offset >= 0]
-            elif kind is RequestSubscribe:
-                assert isinstance(effect, RequestSubscribe)
-                self._asked.setdefault(effect.packet_id, deque()).append(
-                    (effect.subscriptions, effect.subscription_id))
-            elif kind is RequestUnsubscribe:
-                assert isinstance(effect, RequestUnsubscribe)
-                if effect.packet_id is not None:
-                    state += [Unsubscribed(cid, f, timestamp_us=ts) for f in effect.topic_filters]
-            elif kind is EndSession:
-                state.append(SessionExpired(cid, timestamp_us=ts))
+        found = derive(effects, cid, durable, self._flights, self._asked, ts)
+        records, routes, state = found.records, found.routes, found.state
         cleared = self.wills.cleared(effects, cid, ts)
         if cleared is not None:
             state.append(cleared)
-        state = before + self._stash + state
+        state = found.before + self._stash + state
         self._stash = []
         records += state
         hold = bool(routes) or (durable and any(type(r) not in UNHELD for r in state))
         if not hold:
             if records:
                 self._tell_storage(records, None, 0)  # history for the pipeline only
-            if self._gate:
-                self._gate.append(Held(None, self._ending(effects), self._actor.connection))
+            if gate:
+                gate.hold(Held(None, self._ending(effects), self._actor.connection,
+                               blocking=not found.plain))
                 return []
             return effects
         if self._retry:
@@ -236,9 +194,10 @@ class SessionDurability:
             routes = [(i, r + shift) for i, r in routes]
             self._retry = []
         self._tokens += 1
-        self._gate.append(Held(self._tokens, self._ending(effects), self._actor.connection,
-                                routes, records))
-        self._tell_storage(records, self._actor.actor_ref, self._tokens)
+        early = found.early and bool(routes)
+        gate.hold(Held(self._tokens, self._ending(effects), self._actor.connection, routes,
+                       records, early=early, blocking=bool(routes) or not found.plain))
+        self._tell_storage(records, self._actor.actor_ref, self._tokens, early)
         return []
 
     def _ending(self, effects: list[Effect]) -> list[Any]:
@@ -258,11 +217,12 @@ class SessionDurability:
     def _flights(self) -> Any:
         return self._actor.core.inflight
 
-    def _tell_storage(self, records: list[Record], reply_to: Any, token: int) -> None:
+    def _tell_storage(self, records: list[Record], reply_to: Any, token: int,
+                      early: bool = False) -> None:
         storage = self._storage()
         if storage is None:
             raise RuntimeError("the storage actor is not running")
-        storage.tell(Append(tuple(records), reply_to, token))
+        storage.tell(Append(tuple(records), reply_to, token, early))
 
     # -- answers from the storage actor ----------------------------------------------------
 
@@ -273,18 +233,21 @@ class SessionDurability:
             self.resumed.fetched(message)
             self.settle()
             return
-        held = next((h for h in self._gate if h.token == message.token), None)
+        gate = self._gate
+        held = gate.find(message.token)
         if held is None:
             return
         if type(message) is Durable:
             assert isinstance(message, Durable)
+            if not message.synced:  # written, the fsync under way: QoS 1 routes may go
+                gate.written(held, message.offsets)
+                return
             self._stored(held, message.offsets)
         else:
             assert isinstance(message, NotDurable)
             self._refused(held, message.reason_code, message.reason)
         held.done = True
-        while self._gate and (self._gate[0].done or self._gate[0].token is None):
-            self._release(self._gate.popleft())
+        gate.release_ready()
         self.settle()
 
     def _stored(self, held: Held, offsets: tuple[int, ...]) -> None:
@@ -294,27 +257,18 @@ class SessionDurability:
 
     def _refused(self, held: Held, code: int, reason: str) -> None:
         count = held.refuse(self._actor.core, code, reason)
-        log.warning("client %r: %d publish(es) refused, the commit log cannot store them (%s)",
-                    self._cid, count, reason)
+        log.warning("client %r: %d publish(es) refused, the commit log cannot store them (%s)%s",
+                    self._cid, count, reason, "; QoS 1 routed before the sync failed: delivered "
+                    "at least once, resent by the client" if held.acks else "")
         if self.durable:
             kept = [r for r in held.records if not isinstance(r, Publish)]
             if kept:
                 self._retry = kept + self._retry
                 self._arm_retry()
 
-    def _release(self, held: Held) -> None:
-        self.releasing = True
-        try:
-            held.release(self._actor)
-        finally:
-            self.releasing = False
-
     def when_released(self, callback: Any) -> None:
         """Call ``callback()`` once everything held so far is carried out (now if nothing is)."""
-        if self._gate:
-            self._gate[-1].then.append(callback)
-        else:
-            callback()
+        self._gate.when_released(callback)
 
     # -- records the storage refused: again, with backoff ---------------------------------
 
@@ -334,7 +288,8 @@ class SessionDurability:
             return
         records, self._retry = self._retry, []
         self._tokens += 1
-        self._gate.append(Held(self._tokens, [], self._actor.connection, [], records))
+        self._gate.hold(Held(self._tokens, [], self._actor.connection, [], records,
+                             blocking=False))
         self._tell_storage(records, self._actor.actor_ref, self._tokens)
 
     # -- the resumed queue (resumed_queue.py) ------------------------------------------

@@ -2,7 +2,9 @@
 
 Who tells whom::
 
-    session  -> storage   Append(records, reply_to, token)    group commit
+    session  -> storage   Append(records, reply_to, token, early)    group commit
+    storage  -> session   Durable(token, offsets, synced=False)  written, fsync under way
+                          (mode fsync, early Appends only: QoS 1 routed now)
     storage  -> session   Durable(token, offsets) | NotDurable(token, code, reason)
     session  -> storage   Fetch(offsets, reply_to, token)     payloads of a resumed queue
     storage  -> session   Fetched(token, messages)
@@ -56,19 +58,32 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Append:
-    """Append ``records`` in one group commit; tell ``reply_to`` (if any) the outcome with ``token``."""
+    """Append ``records`` in one group commit; tell ``reply_to`` (if any) the outcome with ``token``.
+
+    ``early``: the sender routes QoS 1 messages of these records as soon as they are written
+    (mode fsync: ``Durable(token, offsets, synced=False)`` before the fdatasync, then the
+    final answer); see "What is held" in docs/storage.md.
+    """
 
     records: tuple[Record, ...]
     reply_to: Any
     token: int
+    early: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class Durable:
-    """The records of ``token`` are stored (mode fsync: on disk); their offsets, in order."""
+    """The records of ``token`` are stored (mode fsync: on disk); their offsets, in order.
+
+    ``synced`` False ("written"): the records are written to the log at ``offsets`` (final)
+    and their fdatasync is under way; ``Durable(token, offsets)`` or ``NotDurable(token, ...)``
+    follows. Sent only to the sender of an ``Append(early=True)``, in mode fsync. (One class
+    for both, so that every receiver of ``Durable`` dispatches it as it does today.)
+    """
 
     token: int
     offsets: tuple[int, ...]
+    synced: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,10 +7,14 @@ the connection they were made for. When the answer comes:
 
 * :meth:`Held.stored` gives each logged message its log offset (routes and
   Wills are then carried out with it, so subscribers can journal it);
+* :meth:`Held.route_early` (an ``early`` entry, its records written but not
+  synced yet): its routes, with their offsets, to carry out now; the PUBACKs
+  stay in place until the sync (see :mod:`.gate`);
 * :meth:`Held.refuse` turns the publishes into refusals: MQTT 5 gets
   PUBACK/PUBREC with the reason code and a Reason String, MQTT 3.x gets no
   acknowledgement and a Close (it resends after reconnecting,
-  [MQTT-4.4.0-1]); a refused QoS 2 packet id is free again;
+  [MQTT-4.4.0-1]); a refused QoS 2 packet id is free again; a QoS 1
+  message routed early is refused all the same (delivered at least once);
 * :meth:`Held.release` carries the effects out through the actor. Packets
   and closes made for a connection that has since been replaced (a take-
   over) go to that connection only.
@@ -27,14 +31,20 @@ from actorbroker.codec import NO_PROPERTIES, PubAck, PubRec, ReasonCode
 from actorbroker.codec.properties import mutable_twin
 from actorbroker.durable import NEVER
 from actorbroker.persistence.records import PubAckReceived, PubCompReceived, Record, SessionDropped
-from actorbroker.session import AppMessage, Close, Effect, PublishWill, Route, Send
+from actorbroker.session import (AppMessage, CancelTimer, Close, Dropped, Effect, PublishWill,
+                                 Route, Send, StartTimer)
 from actorbroker.session.restore import forget_inbound
 
-__all__ = ["STOP", "UNHELD", "Held", "expiry_of", "now_us"]
+__all__ = ["NEUTRAL", "STOP", "UNHELD", "Held", "expiry_of", "now_us"]
 
 #: Records whose loss in a crash costs at most a resend the protocol allows (a QoS 1
 #: PUBLISH again, a PUBREL answered anyway): the packets after them need not wait.
 UNHELD = frozenset({PubAckReceived, PubCompReceived, SessionDropped})
+
+#: Effects that later routes may overtake: packets to this client (a message routed back
+#: to it queues behind them), timers, counts. Anything else (a route, a registry request,
+#: a Will, a close, the end) keeps the routes of later entries behind it.
+NEUTRAL = frozenset({Send, StartTimer, CancelTimer, Dropped})
 
 
 _MESSAGE_FIELDS = attrgetter(*(f.name for f in dataclasses.fields(AppMessage)))
@@ -71,13 +81,22 @@ STOP = _Stop()
 
 
 class Held:
-    """Effects waiting for ``token``, for connection ``conn`` (see the module doc)."""
+    """Effects waiting for ``token``, for connection ``conn`` (see the module doc).
 
-    __slots__ = ("conn", "done", "effects", "records", "routes", "then", "token")
+    ``early``: the logged messages are all QoS 1 and every other effect is a
+    route or :data:`NEUTRAL`, so the routes may go once the records are
+    written (``written``: their offsets), before the sync. ``blocking``: the
+    entry still holds something that routes of later entries must not
+    overtake.
+    """
+
+    __slots__ = ("acks", "blocking", "conn", "done", "early", "effects", "records", "routes",
+                 "then", "token", "written")
 
     def __init__(self, token: int | None, effects: list[Any], conn: Any,
                  routes: list[tuple[int, int]] | None = None,
-                 records: list[Record] | None = None) -> None:
+                 records: list[Record] | None = None, *, early: bool = False,
+                 blocking: bool = True) -> None:
         self.token = token
         self.effects = effects
         self.conn = conn
@@ -85,6 +104,34 @@ class Held:
         self.records = records or []
         self.done = False
         self.then: list[Any] = []  # callbacks once released
+        self.early = early
+        self.blocking = blocking
+        self.written: tuple[int, ...] | None = None  # offsets told early (not routed yet)
+        self.acks: list[tuple[int, Any]] = []  # (effect index, PUBACK) of early routes
+
+    def route_early(self) -> list[Effect]:
+        """The routes to carry out now, in order, logged messages with their offsets; each
+        PUBACK stays in place (a ``Send``) until the records are synced."""
+        offsets = self.written
+        assert offsets is not None
+        at = dict(self.routes)
+        effects = self.effects
+        now: list[Effect] = []
+        for index, effect in enumerate(effects):
+            if type(effect) is not Route:
+                continue
+            assert isinstance(effect, Route)
+            message = effect.message
+            if index in at:
+                message = with_offset(message, offsets[at[index]])
+            now.append(Route(message, None))
+            ack = effect.ack
+            effects[index] = Send(() if ack is None else (ack,))
+            if ack is not None and index in at:
+                self.acks.append((index, ack))
+        self.written = None
+        self.blocking = False
+        return now
 
     def stored(self, offsets: tuple[int, ...]) -> None:
         """The records are stored at ``offsets``: each logged message gets its own."""
@@ -97,17 +144,16 @@ class Held:
                 effects[index] = PublishWill(with_offset(effect.message, offsets[at]))
 
     def refuse(self, core: Any, code: int, reason: str) -> int:
-        """The records could not be stored: refuse the publishes; return how many."""
+        """The records could not be stored: refuse the publishes (those routed early too: they
+        were delivered at least once); return how many."""
         effects = self.effects
         close = False
         refused = 0
-        for index, _ in self.routes:
-            effect = effects[index]
-            if not isinstance(effect, Route) or effect.ack is None:
-                continue  # a Will: published all the same, without durability
+        acks = [(index, effect.ack) for index, _ in self.routes
+                if isinstance(effect := effects[index], Route) and effect.ack is not None]
+        for index, ack in acks + self.acks:  # not a Route: a Will, published all the same
             refused += 1
-            ack = effect.ack
-            if effect.message.qos == 2:
+            if type(ack) is PubRec:
                 forget_inbound(core, ack.packet_id)
             if core.protocol_level == 5:
                 link = getattr(core, "_link", None)

@@ -19,6 +19,16 @@ session releases the PUBACK/PUBREC, SUBACK, PUBREL... it held. Under load
 ``group_commit_interval`` to gather a larger batch; an isolated publish is
 synced at once.
 
+**Early answers** (mode fsync only). Senders of ``Append(early=True)`` (their
+held messages are all QoS 1) are told ``Durable(token, offsets, synced=False)``
+once the batch is *written*, before the fdatasync: they route the messages
+while the disk syncs; PUBACKs wait for the final answer. Safe for QoS 1: a
+crash before the sync leaves the publisher without PUBACK, so it resends (at
+least once), and what a subscriber's session writes about the message lands
+after its ``Publish`` in this append-only log. A failed write fails before
+any early answer; a failed fdatasync after one fences its offsets off
+(:mod:`.storage_lost`). Mode os has no early answers (nothing to wait for).
+
 **Failures.** A failed write or fsync (``DiskFullError``, 0x97;
 ``StorageIOError``, 0x80) is answered ``NotDurable`` to every sender of the
 batch (the log rolled itself back). Until a probe (a scratch file written
@@ -69,6 +79,7 @@ from .durable_messages import (
     Tick,
 )
 from .node import Node
+from .storage_lost import LostOffsets
 from .storage_recovery import Housekeeper, StorageSettings, recover
 
 __all__ = ["StorageActor", "StorageSettings"]
@@ -77,6 +88,8 @@ log = logging.getLogger("actorbroker.storage")
 
 #: Appends taken into one batch at most (bounds the time to the first reply).
 _MAX_BATCH = 2048
+#: An Append of a batch, the records written of it, and their offsets (-1: left out).
+_Placed = tuple[Append, tuple[Record, ...], tuple[int, ...]]
 
 
 def _code(error: StorageError) -> int:
@@ -110,6 +123,8 @@ class StorageActor(ThreadActor):
         self._busy = False  # appends were waiting when the last sync ended
         self.batches = self.records = 0
         self._cut: dict[str, WillSet] = {}  # loose Wills at start: their connections are gone
+        self._early = settings.mode == "fsync"  # answer early Appends before the fdatasync
+        self._lost = LostOffsets()
 
     # -- life ------------------------------------------------------------------
 
@@ -199,10 +214,19 @@ class StorageActor(ThreadActor):
         if self._failure is not None and not self._writable(current):
             self._refuse(batch, self._failure)
             return
-        placed: list[tuple[Append, list[int]]] = []
+        lost = self._lost
+        try:
+            lost.pad(current, int(time.time() * 1e6))  # nothing to do unless a sync failed
+        except StorageError as exc:
+            self._failed(exc)
+            self._refuse(batch, exc)
+            return
+        placed: list[_Placed] = []
         for append in batch:
             try:
-                placed.append((append, current.append(append.records)))
+                records, kept = lost.keep(append.records)
+                offsets = lost.align(len(append.records), kept, current.append(records))
+                placed.append((append, records, offsets))
             except StorageError as exc:  # beyond max_disk_bytes: nothing of it was buffered
                 self._failed(exc)
                 _tell(append.reply_to, NotDurable(append.token, _code(exc), str(exc)))
@@ -210,21 +234,27 @@ class StorageActor(ThreadActor):
                 log.error("storage: records refused: %s", exc)
                 _tell(append.reply_to, NotDurable(append.token, 0x80, f"cannot store: {exc}"))
         segments = current.segment_count
+        told = self._tell_written(current, placed) if self._early else False
+        if told is None:
+            return  # the write failed: refused
+        end = current.next_offset
         try:
             current.sync()
         except StorageError as exc:
             self._failed(exc)
-            self._refuse([a for a, _ in placed], exc)
+            if told:  # QoS 1 messages were routed with these offsets: never give them out again
+                lost.lost(current.next_offset, end)
+            self._refuse([a for a, _, _ in placed], exc)
             return
         state = self.state
-        for append, offsets in placed:
-            for offset, record in zip(offsets, append.records):
+        for append, records, offsets in placed:
+            for offset, record in zip((o for o in offsets if o >= 0), records):
                 state.apply(offset, record)
             if append.reply_to is not None:
-                _tell(append.reply_to, Durable(append.token, tuple(offsets)))
+                _tell(append.reply_to, Durable(append.token, offsets))
         state.position = current.next_offset
         self.batches += 1
-        self.records += sum(len(a.records) for a, _ in placed)
+        self.records += sum(len(r) for _, r, _ in placed)
         if state.drops:
             self._report_drops()
         inbox: Any = self.actor_inbox
@@ -232,6 +262,22 @@ class StorageActor(ThreadActor):
         if self.house is not None and (current.segment_count != segments
                                        or self.house.checkpoint_due(current)):
             self.house.maintain(current, state)
+
+    def _tell_written(self, current: CommitLog, placed: list[_Placed]) -> bool | None:
+        """Write the batch and tell early senders (mode fsync, before the fdatasync); True if
+        any was told, None if the write failed (then the batch is refused)."""
+        early = [(a, offsets) for a, _, offsets in placed if a.early and a.reply_to is not None]
+        if not early:
+            return False
+        try:
+            current.flush()  # a full disk fails here, before anything is routed
+        except StorageError as exc:
+            self._failed(exc)
+            self._refuse([a for a, _, _ in placed], exc)
+            return None
+        for append, offsets in early:
+            _tell(append.reply_to, Durable(append.token, offsets, False))
+        return True
 
     def _append_now(self, records: list[Record]) -> None:
         """Append and sync records of the actor's own (start-up), folding them in."""

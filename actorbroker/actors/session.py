@@ -11,8 +11,9 @@ Hot path, per read of the client's socket: one ``Inbound`` -> one
 one read to the same topic travel as one batch) -> one ``conn.send`` with
 every PUBACK/PUBREC/... of the read -> one ``batch_done``. Per batch a topic
 delivers: one ``Deliver`` -> one ``conn.send`` (per 64 messages for big
-batches). No ask, no task, no timer per packet (the transport enforces the
-keepalive).
+batches; live QoS 0 takes the core's fast path without effects, see
+:mod:`.session_output`). No ask, no task, no timer per packet (the
+transport enforces the keepalive).
 
 Slow subscribers: when the connection reports ``congested`` the core holds
 its output, so every delivery, QoS 0 included, waits in the session's queue
@@ -39,11 +40,12 @@ and effects are handled by :class:`~.session5.Mqtt5Session`.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from pykka import ActorDeadError
 
-from actorbroker.codec import Packet, Publish, ReasonCode
+from actorbroker.codec import Packet, ReasonCode
 from actorbroker.messages import ConnectionLost, Drained, Inbound
 from actorbroker.session import (
     AppMessage,
@@ -86,9 +88,9 @@ from .faults import CrashForTest, crash_for_test
 from .node import Node
 from .publish_route import PublishRouter
 from .session5 import Mqtt5Session
-from .session_conn import CHUNK as _CHUNK
 from .session_conn import ConnectionLifecycle, peer
 from .session_durable import DurableSession
+from .session_output import SessionOutput
 from .session_retry import Retransmit, Retransmitting
 
 __all__ = ["SessionActor"]
@@ -97,8 +99,8 @@ log = logging.getLogger("actorbroker.session")
 
 
 
-class SessionActor(ConnectionLifecycle, Mqtt5Session, DurableSession, Retransmitting,
-                   LoopActor):
+class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSession,
+                   Retransmitting, LoopActor):
     """The session of one client id (see the module doc)."""
 
     def __init__(self, client_id: str, node: Node, *, restarted: bool = False) -> None:
@@ -120,6 +122,7 @@ class SessionActor(ConnectionLifecycle, Mqtt5Session, DurableSession, Retransmit
         self._reauth: Reauthentication | None = None  # MQTT 5 re-authentication in progress
         self._durable_init(node)  # journal, held acks, resumed queue (session_durable.py)
         self._retransmit_init(node.retransmit)  # MQTT 3.x resends while connected
+        self._clock: Callable[[], float] = self.actor_loop.time  # the loop's clock, bound
 
     @property
     def via_registry(self) -> dict[str, int]:
@@ -197,16 +200,16 @@ class SessionActor(ConnectionLifecycle, Mqtt5Session, DurableSession, Retransmit
         self.stop()
 
     def _now(self) -> float:
-        return self.actor_loop.time()
+        return self._clock()
 
     # -- messages --------------------------------------------------------------
 
     def on_receive(self, message: Any) -> None:
         cls = type(message)
-        if cls is Inbound:
-            self._inbound(message)
-        elif cls is Deliver:
+        if cls is Deliver:  # the fan-out hot path first
             self._deliver(message)
+        elif cls is Inbound:
+            self._inbound(message)
         elif cls is Routed:
             self._router.routed(message.topics)
         elif cls is Attach:
@@ -258,43 +261,17 @@ class SessionActor(ConnectionLifecycle, Mqtt5Session, DurableSession, Retransmit
         finally:
             conn.batch_done()
 
-    def _deliver(self, message: Deliver) -> None:
-        if message.epoch != self._epoch:
-            # For subscriptions of a session state that was discarded (their removal
-            # is on its way): lost with that state, as the core counts its queue.
-            self._metrics.drop("session_ended", len(message.messages), client_id=self.client_id,
-                               topic=message.messages[0].topic)
-            return
-        core, qos, now = self._core, message.qos, self._now()
-        conn = self._conn
-        if conn is not None and not core.output_held and conn.congested:
-            core.hold_output()  # the socket is backed up: queue (within the limits) until Drained
-        messages = message.messages
-        if self._durability is not None:
-            messages = self._durability.admit(messages, qos)  # behind a resumed queue
-            if not messages:
-                return
-        if len(messages) == 1:
-            self._run(core.deliver(messages[0], qos, now))
-            return
-        effects: list[Effect] = []
-        for index, item in enumerate(messages, 1):
-            effects += core.deliver(item, qos, now)
-            if index % _CHUNK == 0 and conn is not None and not core.output_held:
-                self._run(effects)  # a big batch goes out in chunks, watching congestion
-                effects = []
-                if conn.congested:
-                    core.hold_output()
-        self._run(effects)
-
     # -- effects ---------------------------------------------------------------
 
     def _run(self, effects: list[Effect]) -> None:
         """Carry out the core's effects, in order; one conn.send at the end."""
         if self._durability is not None:  # held until their records are stored, if need be
             effects = self._durability.intercept(effects)
-            if not effects:
-                return
+        if effects:
+            self._carry_out(effects)
+
+    def _carry_out(self, effects: list[Effect]) -> None:
+        """:meth:`_run` once the durability let ``effects`` through."""
         out: list[Packet] = []
         routes: dict[str, list[AppMessage]] = {}
         for effect in effects:
@@ -339,19 +316,6 @@ class SessionActor(ConnectionLifecycle, Mqtt5Session, DurableSession, Retransmit
             self._route(routes)
         if out:
             self._flush(out)
-
-    def _flush(self, packets: list[Packet]) -> None:
-        conn = self._conn
-        if conn is None or not packets:
-            return
-        conn.send(packets)
-        sent = 0
-        for packet in packets:
-            if type(packet) is Publish:
-                sent += 1
-        self._metrics.publish_sent += sent
-        if sent:
-            self._retransmit_sent()
 
     def _route(self, routes: dict[str, list[AppMessage]]) -> dict[str, list[AppMessage]]:
         """Hand the batches on (see :mod:`.publish_route`); a new empty dict for the next."""

@@ -14,7 +14,8 @@ How the actor drives it::
     CONNECT accepted (connect.check_connect) -> attach(connect, now)
     the same client id connects again         -> take_over(now), then attach(...)
     packets read from the connection          -> handle_all(packets, now)
-    Deliver(message, qos) from a topic        -> deliver(message, qos, now)
+    Deliver(message, qos) from a topic        -> deliver_now(messages, qos, now) (the fan-out
+                                                 fast path: packets, no effects), else deliver(...)
     the connection's output backs up / drains -> hold_output() / release_output(now, limit)
     registry answered RequestSubscribe        -> subscribed(packet_id, results, retained, now)
     registry answered RequestUnsubscribe      -> unsubscribed(packet_id, now)
@@ -39,7 +40,7 @@ peer's misbehaviour never raises: it becomes a ``Close`` effect.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, KeysView, Mapping
 from types import MappingProxyType
 
 from actorbroker.codec import (
@@ -118,6 +119,9 @@ class SessionCore(OutboundRules, Mqtt5Rules):
         self._book = SubscriptionBook()
         self._outbox = Outbox(self.config.queue)
         self._inbox = Inbox(client_id, self.config)
+        #: Packet ids of the outbound QoS 1/2 flows in flight: a live view, cheap to test
+        #: (``if core.flying``) where :attr:`inflight` would build a mapping.
+        self.flying: KeysView[int] = self._outbox.inflight.ids()
 
     # ----------------------------------------------------------------- views
 

@@ -12,7 +12,7 @@ The window size (how many may be in flight) is the caller's policy.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, KeysView
 from dataclasses import dataclass
 
 from actorbroker.codec import Packet, PubAck, PubComp, PubRec, PubRel, Publish, ReasonCode
@@ -145,3 +145,7 @@ class Inflight:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    def ids(self) -> KeysView[int]:
+        """A live view of the packet identifiers in flight (testing it costs no Python call)."""
+        return self._entries.keys()

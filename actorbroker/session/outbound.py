@@ -47,6 +47,7 @@ class OutboundRules:
     # SessionCore's state, declared for the type checker (SessionCore sets it).
     protocol_level: int
     _state: SessionState
+    _closing: bool
     _link: Link | None
     _book: SubscriptionBook
     _outbox: Outbox
@@ -77,6 +78,31 @@ class OutboundRules:
         packets, dropped = self._outbox.deliver(delivery, now, online=self.attached)
         link = self._link  # MQTT 5 only: Topic Aliases (inline: the MQTT 3 hot path)
         return send_effects(packets if link is None else link.outgoing(packets), dropped)
+
+    def deliver_now(
+        self, messages: Sequence[AppMessage], qos: int, now: float
+    ) -> list[Packet] | None:
+        """The PUBLISHes to write at once for ``messages``, or None: :meth:`deliver` each.
+
+        The fan-out fast path: the same packets as :meth:`deliver` would send,
+        without its effects, when it would send each message at once and
+        report nothing else: every delivery is QoS 0 (``qos`` or the
+        message's is 0), the client is attached and its output not held, no
+        message has expired, and (MQTT 5) no Topic Alias or Maximum Packet
+        Size applies. Each PUBLISH is the message's shared one (RETAIN 0,
+        [MQTT-3.3.1-9]). Nothing changes state here.
+        """
+        link = self._link
+        outbox = self._outbox
+        if (outbox.held or self._state is not _S.CONNECTED or self._closing  # not attached
+                or (link is not None and (link.outbound.maximum or outbox.fits is not None))):
+            return None
+        packets: list[Packet] = []
+        for message in messages:
+            if (qos and message.qos) or message.expired(now):
+                return None
+            packets.append(message.to_publish(qos=0, now=now))
+        return packets
 
     def hold_output(self) -> None:
         """The connection is congested: queue every delivery (QoS 0 too, within the limits).

@@ -55,7 +55,9 @@ class Outbox:
     @property
     def congested(self) -> bool:
         """Whether the owner should hold back; a True answer is remembered for ``drained``."""
-        busy = self.write_paused or self.buffered > self._high
+        t = self.transport  # ``buffered``, inline: asked once per delivery
+        busy = self.write_paused or (
+            self._size + (t.get_write_buffer_size() if t is not None else 0) > self._high)
         if busy:
             self._seen = True
         return busy
@@ -69,7 +71,8 @@ class Outbox:
 
     def add(self, chunks: list[bytes], size: int) -> bool:
         """Queue ``chunks`` (``size`` bytes in all); False if ``max_output`` is already exceeded."""
-        if self.buffered > self._max:
+        t = self.transport  # ``buffered``, inline: once per send
+        if self._size + (t.get_write_buffer_size() if t is not None else 0) > self._max:
             return False
         self._chunks.extend(chunks)
         self._size += size

@@ -1,0 +1,119 @@
+"""Actors layer: a session's deliveries and writes, as a SessionActor mixin. Stdlib, pykka, codec, session.
+
+``Deliver`` (a topic actor's or the registry's batch for this session) is
+the hot path of fan-out: in the ``routes`` benchmark every publish becomes
+6.3 of them, each to a different session, so what one costs is paid per
+delivery. The common case, live QoS 0 messages for an attached client
+whose output flows, takes the core's fast path
+(``SessionCore.deliver_now``): the PUBLISHes come back as packets, no
+effects, and each is the message's shared one, which the transport encodes
+once for all its subscribers. With storage on, the packets still pass
+through the durability's ``intercept`` as one ``Send``: output held behind
+earlier effects waiting for the commit log stays in order. Anything else
+(QoS 1/2, a held or congested output, an expired message, MQTT 5 aliases
+or size limits) goes through ``SessionCore.deliver`` and its effects; a
+big batch goes out in chunks of :data:`CHUNK`, watching congestion.
+
+Counting: every PUBLISH written counts in ``publish_sent``; the MQTT 3.x
+retransmission timer is armed (:mod:`.session_retry`) when a PUBLISH goes
+out while QoS 1/2 flows are in flight.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from actorbroker.codec import Packet, Publish
+from actorbroker.session import Effect, Send, SessionCore
+
+from .messages import Deliver
+from .session_conn import CHUNK
+
+__all__ = ["SessionOutput"]
+
+
+class SessionOutput:
+    """What SessionActor does with a ``Deliver`` and with packets to write (see the module doc)."""
+
+    client_id: str
+    _core: SessionCore
+    _conn: Any
+    _epoch: int
+    _metrics: Any
+    _durability: Any
+    _retransmission: Any
+    _clock: Callable[[], float]  # the loop's time(), bound
+
+    if TYPE_CHECKING:
+        def _run(self, effects: list[Effect]) -> None: ...
+
+        def _carry_out(self, effects: list[Effect]) -> None: ...
+
+        def _retransmit_sent(self) -> None: ...
+
+    def _deliver(self, message: Deliver) -> None:
+        if message.epoch != self._epoch:
+            # For subscriptions of a session state that was discarded (their removal
+            # is on its way): lost with that state, as the core counts its queue.
+            self._metrics.drop("session_ended", len(message.messages), client_id=self.client_id,
+                               topic=message.messages[0].topic)
+            return
+        core, qos, now = self._core, message.qos, self._clock()
+        conn = self._conn
+        if conn is not None and not core.output_held and conn.congested:
+            core.hold_output()  # the socket is backed up: queue (within the limits) until Drained
+        messages = message.messages
+        durability = self._durability
+        if durability is not None:
+            messages = durability.admit(messages, qos)  # behind a resumed queue
+            if not messages:
+                return
+        if conn is not None and len(messages) <= CHUNK:
+            packets = core.deliver_now(messages, qos, now)
+            if packets is not None:
+                self._send_now(packets)
+                return
+        if len(messages) == 1:
+            self._run(core.deliver(messages[0], qos, now))
+            return
+        effects: list[Effect] = []
+        for index, item in enumerate(messages, 1):
+            effects += core.deliver(item, qos, now)
+            if index % CHUNK == 0 and conn is not None and not core.output_held:
+                self._run(effects)  # a big batch goes out in chunks, watching congestion
+                effects = []
+                if conn.congested:
+                    core.hold_output()
+        self._run(effects)
+
+    def _send_now(self, packets: list[Packet]) -> None:
+        """Write the QoS 0 PUBLISHes of ``SessionCore.deliver_now`` (an attached connection)."""
+        durability = self._durability
+        if durability is not None:
+            send = Send(tuple(packets))
+            effects = durability.intercept([send])
+            if len(effects) != 1 or effects[0] is not send:
+                self._carry_out(effects)  # held behind earlier output, or more came with it
+                return
+        self._conn.send(packets)
+        self._metrics.publish_sent += len(packets)
+        retry = self._retransmission
+        if retry is not None and not retry.armed and self._core.flying:
+            self._retransmit_sent()  # only flows in flight need the timer
+
+    def _flush(self, packets: list[Packet]) -> None:
+        """Write ``packets`` (one ``conn.send``) and count the PUBLISHes among them."""
+        conn = self._conn
+        if conn is None or not packets:
+            return
+        conn.send(packets)
+        sent = 0
+        for packet in packets:
+            if type(packet) is Publish:
+                sent += 1
+        if sent:
+            self._metrics.publish_sent += sent
+            retry = self._retransmission
+            if retry is not None and not retry.armed and self._core.flying:
+                self._retransmit_sent()  # only flows in flight need the timer

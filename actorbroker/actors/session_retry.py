@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pykka import ActorDeadError
 
-from actorbroker.codec import Packet, PubRel, Publish
+from actorbroker.codec import Packet, PubRel
 from actorbroker.session import Effect, OutboundState, Send, SessionCore
 from actorbroker.session.backoff import BackoffPolicy, Retransmission
 

@@ -49,7 +49,6 @@ from .delivery_records import (
 )
 from .record_base import CLIENT as _CLIENT
 from .record_base import ENVELOPE, FLAG_RESTATED, Record, UnknownRecord
-from .record_base import PACKET_ID as _PACKET_ID
 from .record_base import PROPS as _PROPS
 from .record_base import QOS as _QOS
 from .record_base import TOPIC as _TOPIC

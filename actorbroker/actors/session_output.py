@@ -97,10 +97,7 @@ class SessionOutput:
                 self._carry_out(effects)  # held behind earlier output, or more came with it
                 return
         self._conn.send(packets)
-        self._metrics.publish_sent += len(packets)
-        retry = self._retransmission
-        if retry is not None and not retry.armed and self._core.flying:
-            self._retransmit_sent()  # only flows in flight need the timer
+        self._published(len(packets))
 
     def _flush(self, packets: list[Packet]) -> None:
         """Write ``packets`` (one ``conn.send``) and count the PUBLISHes among them."""
@@ -113,7 +110,11 @@ class SessionOutput:
             if type(packet) is Publish:
                 sent += 1
         if sent:
-            self._metrics.publish_sent += sent
-            retry = self._retransmission
-            if retry is not None and not retry.armed and self._core.flying:
-                self._retransmit_sent()  # only flows in flight need the timer
+            self._published(sent)
+
+    def _published(self, count: int) -> None:
+        """``count`` PUBLISHes were written: count them; arm the MQTT 3.x retransmission."""
+        self._metrics.publish_sent += count
+        retry = self._retransmission
+        if retry is not None and not retry.armed and self._core.flying:
+            self._retransmit_sent()  # only flows in flight need the timer

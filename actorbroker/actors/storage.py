@@ -7,7 +7,8 @@ quarantined; the broker always starts), folds it into a
 :class:`~actorbroker.durable.DurableState` from the latest checkpoint or a
 signed snapshot (:mod:`.storage_recovery`), and marks sessions that were
 connected at the crash as disconnected (their Wills become due: the
-keeper asks for them, ``LoadWills``, and publishes them). The registry, the
+keeper asks for them, ``LoadWills``, and publishes them) and hands what
+shared groups still owe to their durable members (``restart_records``). The registry, the
 keeper and resumed sessions then load what they need by asking.
 
 **Group commit.** Each ``Append`` (a session's records of one read) is a
@@ -54,7 +55,7 @@ from actorbroker.durable import DurableState, OffsetQueue, will_due_us
 from actorbroker.durable.journal import message_of, subscription_of
 from actorbroker.errors import StorageError
 from actorbroker.persistence import CommitLog
-from actorbroker.persistence.records import DisconnectCause, Record, SessionDisconnected, WillSet
+from actorbroker.persistence.records import Record, WillSet
 from actorbroker.session import AppMessage
 from actorbroker.session.backoff import Backoff
 from supervisors import ThreadActor
@@ -80,7 +81,7 @@ from .durable_messages import (
 )
 from .node import Node
 from .storage_lost import LostOffsets
-from .storage_recovery import Housekeeper, StorageSettings, recover
+from .storage_recovery import Housekeeper, StorageSettings, recover, restart_records
 
 __all__ = ["StorageActor", "StorageSettings"]
 
@@ -134,12 +135,9 @@ class StorageActor(ThreadActor):
         # of a loose Will survives it. A later LoadWills (the keeper restarted alone) must
         # not take the Wills of connections made since for due.
         self._cut = dict(self.state.loose_wills)
-        orphans = [image for image in self.state.sessions.values() if image.connected]
-        if orphans:  # connected when the broker went down: their connections are gone
-            ts = int(time.time() * 1e6)
-            self._append_now([SessionDisconnected(
-                image.client_id, DisconnectCause.SERVER_SHUTDOWN, 0, image.expiry,
-                "the broker restarted", timestamp_us=ts) for image in orphans])
+        records = restart_records(self.state)
+        if records:
+            self._append_now(records)
 
     def on_stop(self) -> None:
         self._close(snapshot=True)

@@ -14,9 +14,9 @@ from the best starting point:
 3. else the whole log.
 
 A record that cannot be read is skipped with the rest of its segment and
-logged; the broker starts with everything else. Messages a shared group
-still owes (acknowledged, never handed to a member before the crash) go to
-its durable members in turn, as ``SharedRouted`` records written then.
+logged; the broker starts with everything else. The storage actor then
+appends :func:`restart_records`: the end of the connections the crash cut,
+and what shared groups still owe handed to their durable members.
 
 **Housekeeping** (:class:`Housekeeper`): a checkpoint when the log grew by
 ``max(checkpoint_bytes, 2 x the last checkpoint's size)`` since the last
@@ -47,7 +47,14 @@ from actorbroker.durable import DurableState, FoldPolicy, restate
 from actorbroker.durable.snapshot import SnapshotKeyError, load_key, read_snapshot, write_snapshot
 from actorbroker.errors import CorruptRecordError, StorageError
 from actorbroker.persistence import DEFAULT_SEGMENT_BYTES, CommitLog, Event, LogEntry, RetentionPolicy
-from actorbroker.persistence.records import CheckpointCompleted, CheckpointStarted, Record, SharedRouted
+from actorbroker.persistence.records import (
+    CheckpointCompleted,
+    CheckpointStarted,
+    DisconnectCause,
+    Record,
+    SessionDisconnected,
+    SharedRouted,
+)
 from actorbroker.session.backoff import BackoffPolicy
 
 __all__ = ["STATE_VERSION", "Housekeeper", "StorageSettings", "entries", "internal_backoff",
@@ -146,7 +153,6 @@ def recover(settings: StorageSettings) -> tuple[CommitLog, DurableState, Houseke
         state, start, how = DurableState(settings.fold), current.first_offset, "the whole log"
         count = state.apply_all(entries(current, start))
     state.position = current.next_offset
-    _settle_shared(current, state)
     house.started(current, state)
     _trim()  # give back what unpickling or folding used only for a while
     log.info("commit log %s (%s): %d records folded from offset %d (%s) in %.2f s: "
@@ -156,37 +162,31 @@ def recover(settings: StorageSettings) -> tuple[CommitLog, DurableState, Houseke
     return current, state, house
 
 
-def _settle_shared(current: CommitLog, state: DurableState) -> None:
-    """Give what shared groups still owe (published, acknowledged, never routed before the
-    crash) to their durable members in turn, as ``SharedRouted`` records written now: the
-    members' queues have them before any session or router runs (durable/shared.py)."""
-    if not state.shared:
-        return
+def restart_records(state: DurableState) -> list[Record]:
+    """What the storage actor appends at start, after folding, before any session or router
+    runs: a ``SessionDisconnected`` for each session connected when the broker went down
+    (its connection is gone), and ``SharedRouted`` records giving what shared groups still
+    owe (published, acknowledged, never routed before the crash) to their durable members
+    in turn (durable/shared.py)."""
     ts = int(time.time() * 1e6)
-    routed: list[SharedRouted] = []
+    records: list[Record] = [
+        SessionDisconnected(image.client_id, DisconnectCause.SERVER_SHUTDOWN, 0, image.expiry,
+                            "the broker restarted", timestamp_us=ts)
+        for image in state.sessions.values() if image.connected]
+    handed = dropped = 0
     for group, client_id, entry, qos in state.shared.assign(lambda c: c in state.sessions):
         options, sub_id = (state.sessions[client_id].subs.get(group, (0, 0)) if client_id
                            else (0, 0))
-        routed.append(SharedRouted(group, client_id, entry.offset, qos,
+        records.append(SharedRouted(group, client_id, entry.offset, qos,
                                     entry.retain and bool(options & 0x08),
                                     (sub_id,) if sub_id else (), state.topic_of(entry.topic),
                                     entry.size, timestamp_us=ts))
-    records: list[Record] = list(routed)
-    try:
-        offsets = current.append(records)
-        current.sync()
-    except StorageError as exc:
-        log.error("commit log: %d shared subscription message(s) owed to their groups could not "
-                  "be handed to a member (%s); they stay owed until the next start",
-                  len(records), exc)
-        return
-    for offset, record in zip(offsets, records):
-        state.apply(offset, record)
-    state.position = current.next_offset
-    handed = sum(1 for r in routed if r.client_id)
-    log.warning("commit log: %d shared subscription message(s) the crash left undelivered "
-                "handed to a member of their group; %d with no durable member left dropped",
-                handed, len(records) - handed)
+        handed, dropped = (handed + 1, dropped) if client_id else (handed, dropped + 1)
+    if handed or dropped:
+        log.warning("commit log: %d shared subscription message(s) the crash left undelivered "
+                    "handed to a member of their group; %d with no durable member left dropped",
+                    handed, dropped)
+    return records
 
 
 class Housekeeper:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections import Counter
 
 from actorbroker.codec import (
@@ -230,3 +231,23 @@ class Subscriber(_Client):
         with self._changed:
             self._changed.wait_for(lambda: all(p in self.received for p in expected), timeout)
         return self.missing(expected)
+
+
+def start_clients(subs: list[Subscriber], pubs: list[Publisher], seed: int) -> None:
+    """Start the subscribers, wait for each one's SUBACK, then start the publishers."""
+    for sub in subs:
+        sub.start()
+    for sub in subs:
+        assert sub.subscribed.wait(10), f"seed {seed}: {sub.client_id} never got its SUBACK"
+    for pub in pubs:
+        pub.start()
+
+
+def settle(pubs: list[Publisher], timeout: float = 30.0) -> set[bytes]:
+    """Stop new publishes, let the publishers finish their flows; every payload acknowledged."""
+    for pub in pubs:
+        pub.publishing.clear()
+    deadline = time.monotonic() + timeout
+    while not all(p.settled for p in pubs) and time.monotonic() < deadline:
+        time.sleep(0.01)  # the publishers finish their flows on their own threads
+    return set().union(*(p.acknowledged for p in pubs))

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 from crash_broker import BrokerProcess, free_port
-from crash_clients import Publisher, Subscriber
+from crash_clients import Publisher, Subscriber, settle, start_clients
 
 KILLS = 10
 
@@ -44,23 +44,13 @@ def test_kill_9_loses_no_acknowledged_message_and_duplicates_no_qos2(tmp_path: P
     began = time.monotonic()
     try:
         startup = [broker.start()]
-        for sub in subs:
-            sub.start()
-        for sub in subs:
-            assert sub.subscribed.wait(10), f"seed {seed}: {sub.client_id} never got its SUBACK"
-        for pub in pubs:
-            pub.start()
+        start_clients(subs, pubs, seed)
         for _ in range(KILLS):
             time.sleep(rng.uniform(0.15, 1.0))  # a random moment: what is under test
             broker.kill()
             startup.append(broker.start())
         time.sleep(rng.uniform(0.2, 0.5))
-        for pub in pubs:
-            pub.publishing.clear()
-        deadline = time.monotonic() + 30
-        while not all(p.settled for p in pubs) and time.monotonic() < deadline:
-            time.sleep(0.01)  # the publishers finish their flows on their own threads
-        acknowledged = set().union(*(p.acknowledged for p in pubs))
+        acknowledged = settle(pubs)
         missing = {s.client_id: s.wait_for(acknowledged, 30) for s in subs}
         qos2 = {p: n for p, n in subs[0].qos2_copies.items() if n > 1}
     finally:

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 from crash_broker import BrokerProcess, free_port
-from crash_clients import Publisher, Subscriber
+from crash_clients import Publisher, Subscriber, settle, start_clients
 
 KILLS = 6
 GROUP = "$share/g/crash/#"
@@ -49,12 +49,7 @@ def test_kill_9_loses_nothing_a_shared_group_was_owed(tmp_path: Path) -> None:
     began = time.monotonic()
     try:
         startup = [broker.start()]
-        for member in members:
-            member.start()
-        for member in members:
-            assert member.subscribed.wait(10), f"seed {seed}: {member.client_id}: no SUBACK"
-        for pub in pubs:
-            pub.start()
+        start_clients(members, pubs, seed)
         for kill in range(KILLS):
             time.sleep(rng.uniform(0.15, 0.6))
             if kill % 2:  # both members away: the group's messages wait in a queue
@@ -65,12 +60,7 @@ def test_kill_9_loses_nothing_a_shared_group_was_owed(tmp_path: Path) -> None:
             broker.kill()
             startup.append(broker.start())
         time.sleep(rng.uniform(0.2, 0.5))
-        for pub in pubs:
-            pub.publishing.clear()
-        deadline = time.monotonic() + 30
-        while not all(p.settled for p in pubs) and time.monotonic() < deadline:
-            time.sleep(0.01)  # the publishers finish their flows on their own threads
-        acknowledged = set().union(*(p.acknowledged for p in pubs))
+        acknowledged = settle(pubs)
         deadline = time.monotonic() + 30
         missing = set(acknowledged)
         while missing and time.monotonic() < deadline:  # to either member: poll both

@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from actorbroker.codec import ConnAck, Connect, Decoder, Disconnect, PubAck, Publish, SubAck
+from actorbroker.codec import Connect, Decoder, Disconnect, PubAck, Publish, SubAck
 from actorbroker.codec import Subscribe, Subscription, encode
 from bench.brokers import _mqtt_ready, _rss_tree, free_port
 

@@ -12,30 +12,28 @@ shared groups still owe to their durable members (``restart_records``). The regi
 keeper and resumed sessions then load what they need by asking.
 
 **Group commit.** Each ``Append`` (a session's records of one read) is a
-tell. The actor takes every ``Append`` already waiting in its inbox,
-appends them all, syncs once (mode fsync: one fdatasync), folds the records
-into its state, then tells each sender ``Durable(token, offsets)``; the
-session releases the PUBACK/PUBREC, SUBACK, PUBREL... it held. Under load
-(appends still waiting when a sync ends) it lingers up to
-``group_commit_interval`` to gather a larger batch; an isolated publish is
-synced at once.
+tell. The actor takes every ``Append`` already waiting in its inbox and
+appends them all; once they are synced it folds their records into its
+state and tells each sender ``Durable(token, offsets)``, and the session
+releases the PUBACK/PUBREC, SUBACK, PUBREL... it held. Mode fsync syncs on a
+thread of its own while the actor writes on (:mod:`.storage_sync`, which
+also says when it lingers ``group_commit_interval``); messages that read
+the state (``LoadSession``...) first wait for the folding of everything
+written. Mode os syncs here, after a linger when appends were waiting.
 
-**Early answers** (mode fsync only). Senders of ``Append(early=True)`` (their
+**Early answers** (mode fsync). Senders of ``Append(early=True)`` (their
 held messages are all QoS 1) are told ``Durable(token, offsets, synced=False)``
-once the batch is *written*, before the fdatasync: they route the messages
-while the disk syncs; PUBACKs wait for the final answer. Safe for QoS 1: a
-crash before the sync leaves the publisher without PUBACK, so it resends (at
-least once), and what a subscriber's session writes about the message lands
-after its ``Publish`` in this append-only log. A failed write fails before
-any early answer; a failed fdatasync after one fences its offsets off
-(:mod:`.storage_lost`). Mode os has no early answers (nothing to wait for).
+once the batch is *written*: they route the messages while the disk syncs;
+PUBACKs wait for the final answer. Safe for QoS 1: a crash before the sync
+leaves the publisher without PUBACK, so it resends, and what a subscriber's
+session writes about the message lands after its ``Publish`` in this
+append-only log. A failed fdatasync after an early answer fences the
+offsets off (:mod:`.storage_lost`).
 
 **Failures.** A failed write or fsync (``DiskFullError``, 0x97;
-``StorageIOError``, 0x80) is answered ``NotDurable`` to every sender of the
-batch (the log rolled itself back). Until a probe (a scratch file written
-and fsynced, retried with exponential backoff on batches and ticks)
-succeeds, later batches are refused at once without touching the disk;
-then service resumes by itself.
+``StorageIOError``, 0x80) is answered ``NotDurable`` to every sender the log
+rolled back; later batches are refused until a probe succeeds
+(:class:`~.storage_lost.Outage`).
 
 **Housekeeping** on ``Tick`` (from the keeper, every second) and after a
 segment roll: a checkpoint when the log grew enough since the last one
@@ -49,15 +47,11 @@ import logging
 import time
 from typing import Any
 
-from pykka import ActorDeadError
-
-from actorbroker.durable import DurableState, OffsetQueue, will_due_us
-from actorbroker.durable.journal import message_of, subscription_of
+from actorbroker.durable import DurableState
 from actorbroker.errors import StorageError
 from actorbroker.persistence import CommitLog
 from actorbroker.persistence.records import Record, WillSet
-from actorbroker.session import AppMessage
-from actorbroker.session.backoff import Backoff
+from actorbroker.persistence.syncjob import SyncJob
 from supervisors import ThreadActor
 
 from .durable_messages import (
@@ -71,17 +65,16 @@ from .durable_messages import (
     LoadWills,
     NotDurable,
     OfflineDropped,
-    OfflineSession,
-    PendingWill,
-    RestoredFlight,
-    RoutingLoad,
-    SessionLoad,
     StorageStatus,
     Tick,
 )
 from .node import Node
-from .storage_lost import LostOffsets
+from .storage_lost import LostOffsets, Outage
+from .storage_reads import load_offline, load_routing, load_session, load_wills, message_at
+from .storage_reads import status_figures
+from .storage_reads import tell as _tell
 from .storage_recovery import Housekeeper, StorageSettings, recover, restart_records
+from .storage_sync import SyncDone, SyncDue, SyncPipeline
 
 __all__ = ["StorageActor", "StorageSettings"]
 
@@ -99,15 +92,6 @@ def _code(error: StorageError) -> int:
     return code
 
 
-def _tell(ref: Any, message: Any) -> None:
-    if ref is None:
-        return
-    try:
-        ref.tell(message)
-    except ActorDeadError:
-        pass  # the session is gone; its records are stored all the same
-
-
 class StorageActor(ThreadActor):
     """The commit log and the durable state (see the module doc)."""
 
@@ -118,14 +102,14 @@ class StorageActor(ThreadActor):
         self.log: CommitLog | None = None
         self.state = DurableState(settings.fold)
         self.house: Housekeeper | None = None
-        self._failure: StorageError | None = None
-        self._probe = Backoff(settings.probe)
-        self._next_probe = 0.0
+        self._outage = Outage(settings.probe)
         self._busy = False  # appends were waiting when the last sync ended
         self.batches = self.records = 0
         self._cut: dict[str, WillSet] = {}  # loose Wills at start: their connections are gone
         self._early = settings.mode == "fsync"  # answer early Appends before the fdatasync
         self._lost = LostOffsets()
+        self._pipe: SyncPipeline | None = None  # mode fsync: syncs on their own thread
+        self._segments = 0  # the log's segment count when housekeeping last looked
 
     # -- life ------------------------------------------------------------------
 
@@ -138,6 +122,10 @@ class StorageActor(ThreadActor):
         records = restart_records(self.state)
         if records:
             self._append_now(records)
+        self._segments = self.log.segment_count
+        if self._early and self.log.directory is not None:
+            self._pipe = SyncPipeline(lambda m: _tell(self.actor_ref, m),
+                                      self.settings.group_commit_interval)
 
     def on_stop(self) -> None:
         self._close(snapshot=True)
@@ -146,11 +134,16 @@ class StorageActor(ThreadActor):
         self._close(snapshot=False)
 
     def _close(self, *, snapshot: bool) -> None:
+        if snapshot and self.log is not None:
+            self._settle()  # answer every Append written; the snapshot is of a folded log
+        pipe, self._pipe = self._pipe, None
+        if pipe is not None:
+            pipe.stop()  # (after a failure) a sync in flight ends first; close() syncs the rest
         current, self.log = self.log, None
         if current is None:
             return
         try:
-            if snapshot and self.house is not None and self._failure is None:
+            if snapshot and self.house is not None and self._outage.error is None:
                 self.house.snapshot(current, self.state)
             current.close()
         except (OSError, StorageError) as exc:
@@ -161,40 +154,40 @@ class StorageActor(ThreadActor):
     def on_receive(self, message: Any) -> Any:
         cls = type(message)
         if cls is Append:
-            self._commit(self._drain(message))
+            self._commit(self._take([message]))
+        elif cls is SyncDone:
+            self._synced(message.job)
+        elif cls is SyncDue:
+            self._due()
         elif cls is Fetch:
             _tell(message.reply_to, Fetched(message.token, tuple(
-                self._message(offset) for offset in message.offsets)))
-        elif cls is LoadSession:
-            return self._load_session(message.client_id)
+                message_at(self.log, offset) for offset in message.offsets)))
+        else:
+            self._settle()  # the rest reads the folded state: fold every record written first
+            return self._read(message)
+        return None
+
+    def _read(self, message: Any) -> Any:
+        cls = type(message)
+        if cls is LoadSession:
+            return load_session(self.log, self.state, message.client_id, self._node.refs.keeper)
         elif cls is LoadRouting:
-            return self._load_routing()
+            return load_routing(self.log, self.state)
         elif cls is LoadOffline:
-            return tuple(OfflineSession(i.client_id, i.expiry, i.since_us / 1e6)
-                         for i in self.state.offline())
+            return load_offline(self.state)
         elif cls is LoadWills:
-            sessions = self.state.sessions
-            return tuple(PendingWill(cid, will, due / 1e6, cid in sessions)
-                         for cid, will, due in self.state.wills()
-                         if cid in sessions or self._cut.get(cid) is will)
+            return load_wills(self.state, self._cut)
         elif cls is Tick:
             self._tick()
         elif cls is StorageStatus:
-            return self._status()
+            return status_figures(self.log, self.state, self.house, self.settings.mode,
+                                  self._outage.error, self.batches, self.records)
         else:
             raise TypeError(f"storage: unexpected message {message!r}")
         return None
 
-    def _drain(self, first: Append) -> list[Append]:
-        """``first`` and every Append waiting right behind it (plain tells only)."""
-        batch = [first]
-        self._take(batch)
-        if self._busy and self.settings.group_commit_interval > 0 and len(batch) < _MAX_BATCH:
-            time.sleep(self.settings.group_commit_interval)  # under load: gather a larger batch
-            self._take(batch)
-        return batch
-
-    def _take(self, batch: list[Append]) -> None:
+    def _take(self, batch: list[Append]) -> list[Append]:
+        """Move the Appends waiting at the head of the inbox (plain tells only) into ``batch``."""
         inbox: Any = self.actor_inbox
         with inbox.mutex:
             waiting = inbox.queue
@@ -203,22 +196,132 @@ class StorageActor(ThreadActor):
                 if type(envelope.message) is not Append or envelope.reply_to is not None:
                     break
                 batch.append(waiting.popleft().message)
+        return batch
 
     # -- group commit ------------------------------------------------------------
 
     def _commit(self, batch: list[Append]) -> None:
         current = self.log
         assert current is not None
-        if self._failure is not None and not self._writable(current):
-            self._refuse(batch, self._failure)
+        if self._outage.error is not None and not self._writable(current):
+            self._refuse(batch, self._outage.error)
             return
-        lost = self._lost
         try:
-            lost.pad(current, int(time.time() * 1e6))  # nothing to do unless a sync failed
+            self._lost.pad(current, int(time.time() * 1e6))  # nothing to do unless a sync failed
         except StorageError as exc:
-            self._failed(exc)
+            self._outage.failed(exc)
             self._refuse(batch, exc)
             return
+        placed = self._place(current, batch)
+        pipe = self._pipe
+        told = self._tell_written(current, placed, pipe is not None) if self._early else False
+        if told is None:
+            return  # the write failed: refused
+        if pipe is not None:
+            pipe.unsynced += placed
+            if pipe.idle:
+                self._begin(pipe)
+            return
+        if self._busy and self.settings.group_commit_interval > 0 and len(batch) < _MAX_BATCH:
+            time.sleep(self.settings.group_commit_interval)  # under load: gather a larger group
+            more = self._take([])
+            if more:
+                placed += self._place(current, more)
+        try:
+            current.sync()
+        except StorageError as exc:
+            self._outage.failed(exc)
+            self._refuse([a for a, _, _ in placed], exc)
+            return
+        self._answer(placed, current.next_offset)
+        self._busy = bool(self.actor_inbox.queue)  # type: ignore[attr-defined]
+        self._housekeep(current)
+
+    def _begin(self, pipe: SyncPipeline) -> None:
+        """Sync on the thread what is written and not synced (the log is flushed)."""
+        assert self.log is not None
+        pipe.submit(pipe.start(self.log))
+
+    def _synced(self, job: SyncJob) -> None:
+        pipe = self._pipe
+        if pipe is None or job is not pipe.job:
+            return  # _settle took it already
+        self._complete(pipe, job)
+        assert self.log is not None
+        if self._housekeep(self.log) or not pipe.unsynced:
+            return
+        if pipe.linger > 0:  # written while it synced: under load, gather more
+            pipe.wait_linger()
+        else:
+            self._begin(pipe)
+
+    def _due(self) -> None:
+        pipe = self._pipe
+        if pipe is not None:
+            pipe.lingering = False
+            if pipe.unsynced and pipe.job is None:
+                self._begin(pipe)
+
+    def _settle(self) -> None:
+        """Wait for the sync in flight, then sync the rest here: every record is folded."""
+        pipe = self._pipe
+        if pipe is None:
+            return
+        if pipe.job is not None:
+            pipe.job.wait()
+            self._complete(pipe, pipe.job)
+        if pipe.unsynced:
+            assert self.log is not None
+            job = pipe.start(self.log)
+            job.run()
+            self._complete(pipe, job)
+
+    def _complete(self, pipe: SyncPipeline, job: SyncJob) -> None:
+        """Answer the batches ``job`` covered: Durable once synced; if it failed, every
+        batch not synced is refused (the log rolled them back) and its offsets fenced off."""
+        current = self.log
+        assert current is not None
+        if job.error is None:
+            current.end_sync(job)
+            self._answer(pipe.take(), job.end)
+            return
+        end = current.next_offset
+        error = current.fail_sync(job, job.error)
+        self._outage.failed(error)
+        lost, pipe.unsynced = pipe.unsynced, []
+        pipe.job = None
+        if any(a.early and a.reply_to is not None for a, _, _ in lost):
+            self._lost.lost(current.next_offset, end)  # routed with these offsets
+        self._refuse([a for a, _, _ in lost], error)
+
+    def _answer(self, placed: list[_Placed], position: int) -> None:
+        """Fold synced batches into the state and tell their senders ``Durable``."""
+        state = self.state
+        for append, records, offsets in placed:
+            for offset, record in zip((o for o in offsets if o >= 0), records):
+                state.apply(offset, record)
+            if append.reply_to is not None:
+                _tell(append.reply_to, Durable(append.token, offsets))
+        state.position = position
+        self.batches += 1
+        self.records += sum(len(r) for _, r, _ in placed)
+        if state.drops:
+            self._report_drops()
+
+    def _housekeep(self, current: CommitLog) -> bool:
+        """After a segment roll or enough growth: checkpoint and retention (on a folded
+        state: the rest is synced here first); True if it ran."""
+        if self.house is None or (current.segment_count == self._segments
+                                  and not self.house.checkpoint_due(current)):
+            return False
+        self._settle()
+        self.house.maintain(current, self.state)
+        self._segments = current.segment_count
+        return True
+
+    def _place(self, current: CommitLog, batch: list[Append]) -> list[_Placed]:
+        """Append each Append's records (buffered); one that cannot be is refused alone."""
+        lost = self._lost
         placed: list[_Placed] = []
         for append in batch:
             try:
@@ -226,56 +329,30 @@ class StorageActor(ThreadActor):
                 offsets = lost.align(len(append.records), kept, current.append(records))
                 placed.append((append, records, offsets))
             except StorageError as exc:  # beyond max_disk_bytes: nothing of it was buffered
-                self._failed(exc)
+                self._outage.failed(exc)
                 _tell(append.reply_to, NotDurable(append.token, _code(exc), str(exc)))
             except ValueError as exc:  # a record that cannot be encoded (a bug upstream)
                 log.error("storage: records refused: %s", exc)
                 _tell(append.reply_to, NotDurable(append.token, 0x80, f"cannot store: {exc}"))
-        segments = current.segment_count
-        told = self._tell_written(current, placed) if self._early else False
-        if told is None:
-            return  # the write failed: refused
-        end = current.next_offset
-        try:
-            current.sync()
-        except StorageError as exc:
-            self._failed(exc)
-            if told:  # QoS 1 messages were routed with these offsets: never give them out again
-                lost.lost(current.next_offset, end)
-            self._refuse([a for a, _, _ in placed], exc)
-            return
-        state = self.state
-        for append, records, offsets in placed:
-            for offset, record in zip((o for o in offsets if o >= 0), records):
-                state.apply(offset, record)
-            if append.reply_to is not None:
-                _tell(append.reply_to, Durable(append.token, offsets))
-        state.position = current.next_offset
-        self.batches += 1
-        self.records += sum(len(r) for _, r, _ in placed)
-        if state.drops:
-            self._report_drops()
-        inbox: Any = self.actor_inbox
-        self._busy = bool(inbox.queue)
-        if self.house is not None and (current.segment_count != segments
-                                       or self.house.checkpoint_due(current)):
-            self.house.maintain(current, state)
+        return placed
 
-    def _tell_written(self, current: CommitLog, placed: list[_Placed]) -> bool | None:
-        """Write the batch and tell early senders (mode fsync, before the fdatasync); True if
-        any was told, None if the write failed (then the batch is refused)."""
+    def _tell_written(self, current: CommitLog, placed: list[_Placed],
+                      flush: bool) -> bool | None:
+        """Write the batch (when it has early senders, or ``flush``) and tell early senders
+        (mode fsync, before the fdatasync); True if any was told, None if the write failed
+        (then the batch is refused)."""
         early = [(a, offsets) for a, _, offsets in placed if a.early and a.reply_to is not None]
-        if not early:
+        if not early and not flush:
             return False
         try:
             current.flush()  # a full disk fails here, before anything is routed
         except StorageError as exc:
-            self._failed(exc)
+            self._outage.failed(exc)
             self._refuse([a for a, _, _ in placed], exc)
             return None
         for append, offsets in early:
             _tell(append.reply_to, Durable(append.token, offsets, False))
-        return True
+        return bool(early)
 
     def _append_now(self, records: list[Record]) -> None:
         """Append and sync records of the actor's own (start-up), folding them in."""
@@ -285,7 +362,7 @@ class StorageActor(ThreadActor):
             offsets = current.append(records)
             current.sync()
         except StorageError as exc:
-            self._failed(exc)
+            self._outage.failed(exc)
             return
         for offset, record in zip(offsets, records):
             self.state.apply(offset, record)
@@ -295,27 +372,10 @@ class StorageActor(ThreadActor):
         for append in batch:
             _tell(append.reply_to, NotDurable(append.token, _code(error), str(error)))
 
-    def _failed(self, error: StorageError) -> None:
-        if self._failure is None:
-            log.error("storage: %s; QoS 1/2 publishes are refused until it can write again",
-                      error)
-        self._failure = error
-        self._next_probe = time.monotonic() + self._probe.next()
-
     def _writable(self, current: CommitLog) -> bool:
-        """After a failure: probe when due (retention first: it may free room)."""
-        if time.monotonic() < self._next_probe:
-            return False
-        if self.house is not None:
-            self.house.retain(current, self.state)
-        if current.probe():
-            log.warning("storage: writing works again after %d probe(s); accepting publishes",
-                        self._probe.attempt)
-            self._failure = None
-            self._probe.reset()
-            return True
-        self._next_probe = time.monotonic() + self._probe.next()
-        return False
+        house = self.house
+        return self._outage.writable(
+            current, lambda: None if house is None else house.retain(current, self.state))
 
     def _report_drops(self) -> None:
         keeper = self._node.refs.keeper
@@ -323,74 +383,13 @@ class StorageActor(ThreadActor):
             _tell(keeper, OfflineDropped(client_id, reason, topic))
         self.state.drops.clear()
 
-    # -- reading back -------------------------------------------------------------
-
-    def _message(self, offset: int) -> AppMessage | None:
-        current = self.log
-        if current is None:
-            return None
-        try:
-            record = current.read_at(offset)
-        except (ValueError, StorageError) as exc:
-            log.error("storage: no message at offset %d: %s", offset, exc)
-            return None
-        return message_of(record, offset, now=time.monotonic(), wall=time.time())
-
-    def _load_session(self, client_id: str) -> SessionLoad | None:
-        image = self.state.sessions.get(client_id)
-        if image is None:
-            # Only a restarted actor asks for a session the log does not have as durable: a
-            # clean session whose connection went with the old actor; its Will is due.
-            loose = self.state.loose_wills.get(client_id)
-            if loose is not None:
-                _tell(self._node.refs.keeper, PendingWill(client_id, loose, 0.0, False))
-            return None
-        flights = []
-        for packet_id, flight in (image.inflight or {}).items():
-            message = self._message(flight.offset)
-            flights.append(RestoredFlight(packet_id, message, flight.qos, flight.retain,
-                                          flight.released))
-        return SessionLoad(
-            client_id, image.level, image.expiry, image.connected,
-            tuple(subscription_of(f, options) for f, (options, _) in image.subs.items()),
-            image.will, tuple(sorted(image.inbound or ())), tuple(flights),
-            OffsetQueue() if image.queue is None else image.queue.copy(), self.state.position,
-            0.0 if image.will is None else will_due_us(  # connected: its connection ends now
-                image.will, int(time.time() * 1e6) if image.connected else image.since_us,
-                image.expiry) / 1e6,
-        )
-
-    def _load_routing(self) -> RoutingLoad:
-        subscriptions = tuple(
-            (image.client_id, image.level, tuple((subscription_of(f, options), sub_id)
-                                                 for f, (options, sub_id) in image.subs.items()))
-            for image in self.state.sessions.values() if image.subs)
-        retained = [self._message(offset) for offset in self.state.retained.values()]
-        return RoutingLoad(subscriptions, tuple(m for m in retained if m is not None))
-
     # -- housekeeping ----------------------------------------------------------------
 
     def _tick(self) -> None:
         current = self.log
         if current is None:
             return
-        if self._failure is not None:
+        if self._outage.error is not None:
             self._writable(current)
         elif self.house is not None:
             self.house.tick(current, self.state)
-
-    def _status(self) -> dict[str, Any]:
-        current = self.log
-        figures: dict[str, Any] = {
-            "mode": self.settings.mode, "batches": self.batches, "records": self.records,
-            "failure": None if self._failure is None else str(self._failure),
-            "sessions": len(self.state.sessions), "queued": self.state.queued_messages(),
-            "retained": len(self.state.retained), "checkpoint": self.state.checkpoint,
-            "needed_from": self.state.needed_from(),
-        }
-        if current is not None:
-            figures.update(next_offset=current.next_offset, first_offset=current.first_offset,
-                           size_bytes=current.size_bytes, segments=len(current.segments()))
-        if self.house is not None:
-            figures.update(self.house.figures())
-        return figures

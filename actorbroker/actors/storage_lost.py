@@ -1,4 +1,4 @@
-"""Actors layer: log offsets that subscribers saw before a sync that failed; never given out again. Stdlib, persistence.
+"""Actors layer: the storage actor's failure in force and its probes; log offsets that subscribers saw before a sync that failed, never given out again. Stdlib, persistence, session.
 
 Runs on the storage actor's thread only.
 
@@ -26,10 +26,18 @@ error at fdatasync time does (a full disk fails the write, before).
 
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Callable
+
+from actorbroker.errors import StorageError
 from actorbroker.persistence import CommitLog
 from actorbroker.persistence.records import Record, SessionCursor, UnknownRecord
+from actorbroker.session.backoff import Backoff, BackoffPolicy
 
-__all__ = ["FILLER_TYPE", "LostOffsets"]
+__all__ = ["FILLER_TYPE", "LostOffsets", "Outage"]
+
+log = logging.getLogger("actorbroker.storage")
 
 #: Type code of the filler records (no record type has it; readers skip unknown types).
 FILLER_TYPE = 0
@@ -89,3 +97,40 @@ class LostOffsets:
         for position, offset in zip(positions, offsets):
             out[position] = offset
         return tuple(out)
+
+
+class Outage:
+    """The write or fsync failure in force (``error``), and probes for the end of it.
+
+    While ``error`` is set every batch is refused without touching the disk,
+    until a probe (a scratch file written and fsynced, retried with
+    exponential backoff on batches and ticks) succeeds.
+    """
+
+    __slots__ = ("error", "_probe", "_next")
+
+    def __init__(self, probe: BackoffPolicy) -> None:
+        self.error: StorageError | None = None
+        self._probe = Backoff(probe)
+        self._next = 0.0
+
+    def failed(self, error: StorageError) -> None:
+        if self.error is None:
+            log.error("storage: %s; QoS 1/2 publishes are refused until it can write again",
+                      error)
+        self.error = error
+        self._next = time.monotonic() + self._probe.next()
+
+    def writable(self, current: CommitLog, retain: Callable[[], object]) -> bool:
+        """After a failure: probe when due (``retain`` first: it may free room)."""
+        if time.monotonic() < self._next:
+            return False
+        retain()
+        if current.probe():
+            log.warning("storage: writing works again after %d probe(s); accepting publishes",
+                        self._probe.attempt)
+            self.error = None
+            self._probe.reset()
+            return True
+        self._next = time.monotonic() + self._probe.next()
+        return False

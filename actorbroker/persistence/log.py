@@ -5,6 +5,9 @@ Group commit: call :meth:`CommitLog.append` for every record of a batch, then
 :meth:`CommitLog.sync` once; acknowledge (PUBACK, PUBREC) only after ``sync``
 returned. ``append`` only encodes and buffers; ``sync`` writes, fsyncs (mode
 ``fsync``) and publishes the committed offset for readers in other processes.
+``sync`` in three steps lets another thread wait for the disk while appends
+go on: :meth:`CommitLog.start_sync` here, :meth:`~.syncjob.SyncJob.run`
+there, then :meth:`CommitLog.end_sync` (or ``fail_sync``) here again.
 
 Modes: ``fsync`` (durable when ``sync`` returns), ``os`` (written to the OS
 when ``sync`` returns, fsynced at segment roll and close), ``memory`` (no
@@ -39,12 +42,13 @@ from actorbroker.errors import (
 )
 
 from .committed import COMMITTED_NAME, Committed, CommittedFile, read_committed
-from .livesegment import LiveSegment, write_all
+from .livesegment import LiveSegment
 from .reader import LogEntry, entries
 from .records import Record, decode_record, encode_record
 from .recovery import RecoveryReport, fsync_dir, recover
 from .retention import RetentionPlan, RetentionPolicy, SegmentInfo, plan_retention
 from .segment import HEADER, FrameScan, encode_frame
+from .syncjob import SyncJob, probe_write
 
 __all__ = ["DEFAULT_SEGMENT_BYTES", "MODES", "CommitLog", "LogEntry"]
 
@@ -251,22 +255,38 @@ class CommitLog:
         """
         if self.directory is None:
             return self._next
+        job = self.start_sync()
+        job.run()
+        if job.error is not None:
+            raise self.fail_sync(job, job.error)
+        return self.end_sync(job)
+
+    def start_sync(self) -> SyncJob:
+        """Flush; describe the fsyncs :meth:`sync` would make (any thread may run them).
+
+        End the job here with :meth:`end_sync` or :meth:`fail_sync`, one job at a time.
+        """
         self.flush()
-        try:
-            for segment in self._segments:
-                if self.mode == "fsync" or segment.end != self._next:
-                    segment.datasync()
-            if self._dir_dirty:
-                fsync_dir(self.directory)
-                self._dir_dirty = False
-        except OSError as exc:
-            if self.mode == "fsync":
-                self._rollback(self._synced)
-            raise self._failed(_storage_error(exc, "fsyncing")) from exc
+        marks = [(s, s.written) for s in self._segments
+                 if s.synced < s.written and (self.mode == "fsync" or s.end != self._next)]
+        directory, self._dir_dirty = (self.directory if self._dir_dirty else None), False
+        return SyncJob.start(marks, self._next, directory)
+
+    def end_sync(self, job: SyncJob) -> int:
+        """The job ran without error: what it covered is durable; return the committed offset."""
+        for segment, mark in job.marks:
+            segment.synced = max(segment.synced, min(mark, segment.written))
         self._synced = next((s.base + s.synced for s in self._segments if s.synced < s.size), self._next)
         self.failure = None
         self._publish(self._synced, self._written)
         return self.committed_offset
+
+    def fail_sync(self, job: SyncJob, error: OSError) -> StorageError:
+        """The job failed: mode fsync forgets everything not synced before it; the error to raise."""
+        self._dir_dirty |= job.directory is not None
+        if self.mode == "fsync":
+            self._rollback(self._synced)
+        return self._failed(_storage_error(error, "fsyncing"))
 
     def _publish(self, synced: int, written: int, *, durable: bool = False) -> None:
         """Update the committed file. A failure (a full disk) is logged, not raised:
@@ -300,19 +320,9 @@ class CommitLog:
         """True when writing works now (a 64 KiB test file can be written and fsynced)."""
         if self.max_bytes and self.size_bytes + self.segment_bytes > self.max_bytes:
             return False
-        if self.directory is not None:
-            path = self.directory / _PROBE_NAME
-            try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-                try:
-                    write_all(fd, bytearray(min(self.segment_bytes, 1 << 16)), 0)
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-                    os.unlink(path)
-            except OSError as exc:
-                _log.debug("commit log probe: %s", exc)
-                return False
+        if self.directory is not None and not probe_write(self.directory / _PROBE_NAME,
+                                                          min(self.segment_bytes, 1 << 16)):
+            return False
         self.failure = None
         return True
 

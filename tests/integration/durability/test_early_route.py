@@ -322,3 +322,57 @@ def test_a_sync_that_fails_after_an_early_route_refuses_the_puback_and_fences_th
     payloads = [e.record.payload for e in entries if isinstance(e.record, PublishRecord)]
     assert b"routed, then not stored" not in payloads and b"refused too" not in payloads
     assert fillers, "no filler record covers the offsets of the failed batch"
+
+
+def test_a_message_published_while_a_sync_is_slow_is_routed_before_that_sync_ends(
+        tmp_path: Path, gate: SyncGate) -> None:
+    """The sync runs on its own thread: a slow disk does not hold up what comes next."""
+    with running(durable_config(tmp_path / "data")) as broker:
+        sub = subscriber(broker, "pipe-sub", "pipe/#", 1)
+        pub = raw(broker, level=5)
+        connect5(pub, "pipe-pub")
+        quiet(broker)
+        with gate.held():
+            pub.send(Publish("pipe/t", b"one", 1, False, False, 1))
+            assert gate.entered.wait(10), "the first record's sync never started"
+            assert sub.recv().payload == b"one"  # type: ignore[attr-defined]
+            # Written and routed while the first sync is still blocked in the disk.
+            pub.send(Publish("pipe/t", b"two", 1, False, False, 2))
+            assert sub.recv().payload == b"two"  # type: ignore[attr-defined]
+        acks = [pub.recv(), pub.recv()]
+        assert [(a.packet_id, a.reason_code) for a in acks] == [(1, 0), (2, 0)], acks
+        assert status(broker)["failure"] is None
+    payloads = [e.record.payload for e in LogReader(tmp_path / "data" / "log").read()
+                if isinstance(e.record, PublishRecord)]
+    assert payloads == [b"one", b"two"]
+
+
+def test_a_failed_sync_refuses_what_was_written_behind_it_too(
+        tmp_path: Path, gate: SyncGate) -> None:
+    """The log rolls back to its last sync: batches written while the failed one ran are
+    refused as well, and their offsets, routed early, are fenced off."""
+    data = tmp_path / "data"
+    with running(durable_config(data)) as broker:
+        sub = subscriber(broker, "pipefail-sub", "pipefail/#", 1)
+        pub = raw(broker, level=5)
+        connect5(pub, "pipefail-pub")
+        quiet(broker)
+        gate.fail_next()
+        with gate.held():
+            pub.send(Publish("pipefail/t", b"first", 1, False, False, 1))
+            assert gate.entered.wait(10), "the first record's sync never started"
+            assert drain(sub, b"first") == b"first"
+            pub.send(Publish("pipefail/t", b"behind", 1, False, False, 2))
+            assert drain(sub, b"behind") == b"behind"  # written, routed, not synced
+        acks = [pub.recv(), pub.recv()]
+        assert [(a.packet_id, a.reason_code) for a in acks] == [  # type: ignore[attr-defined]
+            (1, ReasonCode.UNSPECIFIED_ERROR), (2, ReasonCode.UNSPECIFIED_ERROR)], acks
+        resume(broker, pub)  # publishes b"again" until it is stored
+    entries = list(LogReader(data / "log", skip_unknown=False).read())
+    payloads = [e.record.payload for e in entries if isinstance(e.record, PublishRecord)]
+    assert b"first" not in payloads and b"behind" not in payloads and b"again" in payloads
+    publishes = {e.offset for e in entries if isinstance(e.record, PublishRecord)}
+    named = [e.record for e in entries
+             if isinstance(e.record, (OutboundSent, SessionQueued, SessionDropped))]
+    assert all(r.offset in publishes for r in named), named
+    assert [e for e in entries if isinstance(e.record, UnknownRecord)], "offsets not fenced off"

@@ -30,8 +30,8 @@ minute, starting an actor (a supervisor round trip, a monitor, a name, a
 few KiB) costs far more than the publish, and 100k such topics would hold
 100k actors. So the registry delivers a *cold* topic's batch itself: it
 matches the trie and tells each subscriber's session, by the same rules a
-topic actor applies (:class:`~.subscribers.TopicSubscribers`). A topic
-routed again within ``topic_hot_window`` seconds (:class:`~.topic_table.HotTopics`),
+topic actor applies (:class:`~.subscribers.TopicSubscribers`). A topic with
+4 messages within ``topic_hot_window`` seconds or two (:class:`~.topic_table.HotTopics`),
 or matching a shared group (whose strategy keeps per-topic turns), is *hot*:
 the registry starts its actor (without waiting for it: see
 :mod:`.topic_table`), and the actor stops after ``topic_idle`` seconds
@@ -323,7 +323,7 @@ class RegistryActor(DurableRegistry, LoopActor):
                 return
             except ActorDeadError:
                 self._forget(topic, ref)
-        if self._hot.seen(topic, self.actor_loop.time()) or (
+        if self._hot.seen(topic, self.actor_loop.time(), len(messages)) or (
                 len(self._shared) and self._shared.match(topic)):
             self._start_topic(topic).tell(PublishBatch(messages))
             return

@@ -7,7 +7,7 @@ from typing import Any
 
 from actors_testkit import Harness, eventually
 
-from actorbroker.actors.topic_table import TopicPort
+from actorbroker.actors.topic_table import HotTopics, TopicPort
 from actorbroker.codec import Publish, SubAck, Subscribe, Subscription
 
 Run = Callable[..., Any]
@@ -21,11 +21,13 @@ def test_many_new_topics_of_one_read_keep_their_order_per_topic(run: Run) -> Non
             await sub.expect(SubAck)
             pub = await h.connect("p")
             topics = [f"many/{i}" for i in range(40)]
-            for round_ in range(3):  # the later rounds find ports, then actors
+            rounds = HotTopics.HOT_AFTER + 2  # the later rounds find ports, then actors
+            for round_ in range(rounds):
                 pub.feed(*[Publish(t, f"{round_}".encode(), 0) for t in topics])
-            got = await sub.expect(Publish, 120)
+            got = await sub.expect(Publish, 40 * rounds)
             for topic in topics:
-                assert [p.payload for p in got if p.topic == topic] == [b"0", b"1", b"2"]
+                assert [p.payload for p in got if p.topic == topic] == [
+                    f"{round_}".encode() for round_ in range(rounds)]
             await eventually(lambda: len(h.node.names.topics) == 40)
             registry = h.node.refs.registry
             assert sorted(await registry.proxy().live_topics()) == sorted(topics)
@@ -38,9 +40,10 @@ def test_a_subscription_made_while_the_topic_actor_starts_reaches_it(run: Run) -
         async with Harness() as h:
             pub = await h.connect("p")
             sub = await h.connect("s")
-            # In one registry turn: the first publish (the registry starts the actor and
-            # a port stands for it), then the subscription (the port holds the change).
-            pub.feed(Publish("fresh", b"before", 0))
+            # In one registry turn: the publishes that make the topic hot (the registry
+            # starts the actor and a port stands for it), then the subscription (the port
+            # holds the change).
+            pub.feed(*[Publish("fresh", b"before", 0)] * HotTopics.HOT_AFTER)
             sub.feed(Subscribe(1, (Subscription("fresh", 0),)))
             assert "fresh" not in h.node.names.topics
             await sub.expect(SubAck)

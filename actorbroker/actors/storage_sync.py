@@ -1,7 +1,7 @@
 """Actors layer: the storage actor's sync thread (mode fsync): the disk syncs while the actor writes on. Stdlib, persistence.
 
 Why: an fdatasync takes 0.2 ms on a quiet disk and, on a shared one, now and
-then 50-300 ms (measured: ``bench.run --scenarios latency-q1``). With the
+then 100-300 ms (measured: ``bench.run --scenarios latency-q1``). With the
 sync on the storage actor's own thread, every Append that arrived meanwhile
 waited for it before it was even written, and QoS 1 messages, routed once
 written, were late by as much. Here the actor writes each batch at once

@@ -106,7 +106,6 @@ class StorageActor(ThreadActor):
         self._busy = False  # appends were waiting when the last sync ended
         self.batches = self.records = 0
         self._cut: dict[str, WillSet] = {}  # loose Wills at start: their connections are gone
-        self._early = settings.mode == "fsync"  # answer early Appends before the fdatasync
         self._lost = LostOffsets()
         self._pipe: SyncPipeline | None = None  # mode fsync: syncs on their own thread
         self._segments = 0  # the log's segment count when housekeeping last looked
@@ -123,7 +122,7 @@ class StorageActor(ThreadActor):
         if records:
             self._append_now(records)
         self._segments = self.log.segment_count
-        if self._early and self.log.directory is not None:
+        if self.settings.mode == "fsync" and self.log.directory is not None:
             self._pipe = SyncPipeline(lambda m: _tell(self.actor_ref, m),
                                       self.settings.group_commit_interval)
 
@@ -214,13 +213,11 @@ class StorageActor(ThreadActor):
             return
         placed = self._place(current, batch)
         pipe = self._pipe
-        told = self._tell_written(current, placed, pipe is not None) if self._early else False
-        if told is None:
-            return  # the write failed: refused
-        if pipe is not None:
-            pipe.unsynced += placed
-            if pipe.idle:
-                self._begin(pipe)
+        if pipe is not None:  # mode fsync: write now, sync on the pipeline's thread
+            if self._write(current, placed):
+                pipe.unsynced += placed
+                if pipe.idle:
+                    self._begin(pipe)
             return
         if self._busy and self.settings.group_commit_interval > 0 and len(batch) < _MAX_BATCH:
             time.sleep(self.settings.group_commit_interval)  # under load: gather a larger group
@@ -336,23 +333,19 @@ class StorageActor(ThreadActor):
                 _tell(append.reply_to, NotDurable(append.token, 0x80, f"cannot store: {exc}"))
         return placed
 
-    def _tell_written(self, current: CommitLog, placed: list[_Placed],
-                      flush: bool) -> bool | None:
-        """Write the batch (when it has early senders, or ``flush``) and tell early senders
-        (mode fsync, before the fdatasync); True if any was told, None if the write failed
-        (then the batch is refused)."""
-        early = [(a, offsets) for a, _, offsets in placed if a.early and a.reply_to is not None]
-        if not early and not flush:
-            return False
+    def _write(self, current: CommitLog, placed: list[_Placed]) -> bool:
+        """Write the batch, then tell its early senders (before the fdatasync); False if the
+        write failed (then the batch is refused)."""
         try:
             current.flush()  # a full disk fails here, before anything is routed
         except StorageError as exc:
             self._outage.failed(exc)
             self._refuse([a for a, _, _ in placed], exc)
-            return None
-        for append, offsets in early:
-            _tell(append.reply_to, Durable(append.token, offsets, False))
-        return bool(early)
+            return False
+        for append, _, offsets in placed:
+            if append.early and append.reply_to is not None:
+                _tell(append.reply_to, Durable(append.token, offsets, False))
+        return True
 
     def _append_now(self, records: list[Record]) -> None:
         """Append and sync records of the actor's own (start-up), folding them in."""

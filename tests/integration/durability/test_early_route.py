@@ -114,6 +114,16 @@ def resume(broker: Any, pub5: Any) -> None:
     raise AssertionError("service never resumed")
 
 
+def records_naming_messages(entries: list[Any]) -> list[Any]:
+    """The records that name a message by its offset, each checked to name a ``Publish``
+    that is in the log (none names an offset a failed sync gave out)."""
+    publishes = {e.offset for e in entries if isinstance(e.record, PublishRecord)}
+    named = [e.record for e in entries
+             if isinstance(e.record, (OutboundSent, SessionQueued, SessionDropped))]
+    assert all(r.offset in publishes for r in named), named
+    return named
+
+
 def drain(client: Any, payload: bytes) -> bytes:
     """Acknowledge what ``client`` receives up to the first message with ``payload``."""
     while True:
@@ -309,11 +319,8 @@ def test_a_sync_that_fails_after_an_early_route_refuses_the_puback_and_fences_th
         durable.disconnect()
     # The lost offsets were fenced off: no record names a message that is not in the log.
     entries = list(LogReader(data / "log", skip_unknown=False).read())
-    publishes = {e.offset for e in entries if isinstance(e.record, PublishRecord)}
     fillers = [e for e in entries if isinstance(e.record, UnknownRecord)]
-    named = [e.record for e in entries
-             if isinstance(e.record, (OutboundSent, SessionQueued, SessionDropped))]
-    assert all(r.offset in publishes for r in named), named
+    named = records_naming_messages(entries)
     # Its delivery to the durable subscriber (packet id not reused: nothing was acked before)
     # is not journaled against whatever record got the offset later.
     sent = [r for r in named if isinstance(r, OutboundSent) and r.client_id == "fail-durable"]
@@ -371,8 +378,5 @@ def test_a_failed_sync_refuses_what_was_written_behind_it_too(
     entries = list(LogReader(data / "log", skip_unknown=False).read())
     payloads = [e.record.payload for e in entries if isinstance(e.record, PublishRecord)]
     assert b"first" not in payloads and b"behind" not in payloads and b"again" in payloads
-    publishes = {e.offset for e in entries if isinstance(e.record, PublishRecord)}
-    named = [e.record for e in entries
-             if isinstance(e.record, (OutboundSent, SessionQueued, SessionDropped))]
-    assert all(r.offset in publishes for r in named), named
+    records_naming_messages(entries)
     assert [e for e in entries if isinstance(e.record, UnknownRecord)], "offsets not fenced off"

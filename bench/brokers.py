@@ -19,6 +19,9 @@ its descendants. A broker that is missing or fails to start raises
 * amqtt (PyPI, pinned below) in its own venv under bench/.venvs/amqtt, created
   on first use because its dependencies may clash with ours; started by
   bench/amqtt_runner.py with the anonymous-auth plugin only.
+* baseline: actorbroker as above but from another source tree
+  (``BENCH_BASELINE``), for before/after figures taken in one run
+  (``python -m bench.run --brokers actorbroker,baseline``); never a default.
 """
 
 from __future__ import annotations
@@ -147,11 +150,12 @@ def _mqtt_ready(port: int) -> bool:
         return False
 
 
-def _launch(name: str, argv: list[str], port: int, workdir: Path) -> Broker:
+def _launch(name: str, argv: list[str], port: int, workdir: Path,
+            env: dict[str, str] | None = None) -> Broker:
     log = workdir / f"{name}.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=workdir,
-                                start_new_session=True)
+                                start_new_session=True, env=env)
     broker = Broker(name, proc, port, log)
     deadline = monotonic() + READY_TIMEOUT
     while monotonic() < deadline:
@@ -168,10 +172,8 @@ def _launch(name: str, argv: list[str], port: int, workdir: Path) -> Broker:
                             f"{broker.log_tail()}")
 
 
-def _actorbroker(port: int, workdir: Path) -> Broker:
-    exe = Path(sys.executable).parent / "actorbroker"
-    if not exe.exists():
-        raise BrokerUnavailable(f"{exe} missing: install the project (make venv)")
+def _actorbroker_args(port: int, workdir: Path) -> list[str]:
+    """``serve`` and its options: the configuration every actorbroker run uses."""
     conf = workdir / "actorbroker.toml"
     conf.write_text(
         "[log]\nlevel = \"warning\"\n\n"
@@ -180,10 +182,27 @@ def _actorbroker(port: int, workdir: Path) -> Broker:
         "[limits]\nmax_inflight_messages = 100\nmax_queued_messages = 0\n"
         "max_queued_bytes = 0\n"
     )
-    data = workdir / "data"
-    return _launch("actorbroker", [str(exe), "serve", "--config", str(conf), "--bind",
-                                   "127.0.0.1", "--port", str(port), "--data-dir", str(data)],
-                   port, workdir)
+    return ["serve", "--config", str(conf), "--bind", "127.0.0.1", "--port", str(port),
+            "--data-dir", str(workdir / "data")]
+
+
+def _actorbroker(port: int, workdir: Path) -> Broker:
+    exe = Path(sys.executable).parent / "actorbroker"
+    if not exe.exists():
+        raise BrokerUnavailable(f"{exe} missing: install the project (make venv)")
+    return _launch("actorbroker", [str(exe), *_actorbroker_args(port, workdir)], port, workdir)
+
+
+def _baseline(port: int, workdir: Path) -> Broker:
+    """actorbroker from the source tree ``$BENCH_BASELINE`` (say, ``git worktree add
+    /tmp/base HEAD~1``) with this venv: a change and its baseline in the same run."""
+    tree = os.environ.get("BENCH_BASELINE", "")
+    if not (Path(tree) / "actorbroker" / "__init__.py").exists():
+        raise BrokerUnavailable("baseline: set BENCH_BASELINE to an actorbroker source tree")
+    env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve())}
+    argv = [sys.executable, "-c", "from actorbroker.cli import main; raise SystemExit(main())",
+            *_actorbroker_args(port, workdir)]
+    return _launch("baseline", argv, port, workdir, env)
 
 
 def _mosquitto(port: int, workdir: Path) -> Broker:
@@ -230,6 +249,7 @@ def _amqtt(port: int, workdir: Path) -> Broker:
 
 BROKERS: dict[str, Callable[[int, Path], Broker]] = {
     "actorbroker": _actorbroker, "mosquitto": _mosquitto, "amqtt": _amqtt,
+    "baseline": _baseline,
 }
 
 

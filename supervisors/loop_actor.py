@@ -99,16 +99,19 @@ class LoopActorRef(ActorRef[A]):
         if mailbox.flag._is_set:
             raise ActorDeadError(f"{self} not found")
         # Mailbox.put_item, inlined: this is the hottest path of the runtime.
-        inbound = mailbox._inbound
+        runq = mailbox._runq
         if get_ident() == mailbox._tid:
-            if inbound.items:
-                inbound.flush()
+            if runq.items:
+                runq.flush()
             mailbox._next.append((message, None))
             if not mailbox._scheduled:
                 mailbox._scheduled = True
-                mailbox.loop.call_soon(mailbox._turn)
+                runq.ready.append(mailbox)  # RunQueue.schedule, inlined too
+                if not runq.armed:
+                    runq.armed = True
+                    mailbox.loop.call_soon(runq.run)
         else:
-            inbound.put(mailbox, (message, None))
+            runq.put(mailbox, (message, None))
 
     @overload
     def ask(

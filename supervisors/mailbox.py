@@ -1,11 +1,12 @@
 """The mailbox of a LoopActor: inbox, scheduler, death (runtime layer).
 
-Imports pykka and the stdlib only. No thread and no task per actor: each
-actor has a :class:`Mailbox` holding ``(message, reply)`` items and a "turn
-scheduled" bit. A put on the loop thread appends and, if the actor is idle,
-schedules one *turn* with ``loop.call_soon``; from any other thread it hops
+Imports pykka, the stdlib and :mod:`supervisors.runqueue`. No thread and no
+task per actor: each actor has a :class:`Mailbox` holding ``(message,
+reply)`` items and a "turn scheduled" bit. A put on the loop thread appends
+and, if the actor is idle, queues the mailbox on the loop's run queue, which
+runs its *turn* at the next loop iteration; from any other thread it hops
 over with ``call_soon_threadsafe``. A turn handles up to ``_BATCH`` messages,
-then yields the loop. A handler (or ``on_start``/``on_stop``/``on_failure``)
+then yields the loop (the mailbox queues itself again). A handler (or ``on_start``/``on_stop``/``on_failure``)
 that returns a coroutine suspends the actor: the coroutine runs as a task and
 the actor takes its next message only when it is done, so handling stays
 sequential per actor.
@@ -14,7 +15,7 @@ Which thread is the loop's is checked with ``threading.get_ident`` (~50 ns),
 not ``asyncio._get_running_loop`` (~200 ns on 3.11): a loop actor assumes its
 loop keeps running on the thread it first ran on.
 
-Puts from other threads go through the loop's :class:`Inbound` queue, which
+Puts from other threads go through the run queue's ``items``, which
 every put on the loop thread flushes first: causal order holds across threads
 (if a thread tells A and then resolves a future, a coroutine woken by that
 future and telling the same actor B queues B after A).
@@ -27,9 +28,7 @@ import logging
 import queue
 import sys
 import threading
-import weakref
 from _thread import get_ident
-from collections import deque
 from collections.abc import Coroutine
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -41,11 +40,12 @@ from pykka.messages import _ActorStop
 from supervisors.errors import BlockingOnLoopError
 from supervisors.links import Linkable, ShutdownRequest
 from supervisors.reasons import ExitReason
+from supervisors.runqueue import run_queue_for
 
 if TYPE_CHECKING:
     from supervisors.loop_actor import LoopActor
 
-__all__ = ["Inbound", "Mailbox", "StopFlag", "inbound_for"]
+__all__ = ["Mailbox", "StopFlag"]
 
 logger = logging.getLogger("supervisors")
 
@@ -56,48 +56,6 @@ _FLAG_COND = threading.Condition(threading.Lock())
 _Item: TypeAlias = "tuple[Any, Future[Any] | None]"
 _NO_BATCH: list[_Item] = []  # shared, never mutated
 _STOPS = (_ActorStop, ShutdownRequest)
-
-
-class Inbound:
-    """Items put from other threads for the actors of one loop, in order."""
-
-    __slots__ = ("__weakref__", "items", "loop")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
-        self.items: deque[tuple[Mailbox, _Item]] = deque()
-
-    def put(self, mailbox: Mailbox, item: _Item) -> None:
-        """From any thread: queue now (deque.append is atomic), flush soon."""
-        self.items.append((mailbox, item))
-        self.loop.call_soon_threadsafe(self.flush)
-
-    def flush(self) -> None:
-        """On the loop thread: move every queued item into its mailbox."""
-        items = self.items
-        while items:
-            try:
-                mailbox, item = items.popleft()
-            except IndexError:
-                break
-            mailbox._put_local(item)
-
-
-_INBOUNDS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Inbound] = (
-    weakref.WeakKeyDictionary()
-)
-_INBOUNDS_LOCK = threading.Lock()
-
-
-def inbound_for(loop: asyncio.AbstractEventLoop) -> Inbound:
-    """The Inbound of ``loop`` (one per loop)."""
-    inbound = _INBOUNDS.get(loop)
-    if inbound is None:
-        with _INBOUNDS_LOCK:
-            inbound = _INBOUNDS.get(loop)
-            if inbound is None:
-                inbound = _INBOUNDS[loop] = Inbound(loop)
-    return inbound
 
 
 class StopFlag(threading.Event):
@@ -170,7 +128,7 @@ class Mailbox:
     __slots__ = (
         "_cur",
         "_epitaph",
-        "_inbound",
+        "_runq",
         "_inflight",
         "_next",
         "_pos",
@@ -195,7 +153,7 @@ class Mailbox:
         self._task: asyncio.Task[Any] | None = None
         self._inflight: _Item | None = None  # item whose handler is the task
         self._epitaph = ""
-        self._inbound = inbound_for(loop)
+        self._runq = run_queue_for(loop)
         self.exit_reason: ExitReason | None = None  # set by Linkable on exit
         # Thread running ``loop``: a put from it needs no thread-safe hop.
         # Known at once when created on the loop, else from the first turn.
@@ -225,16 +183,16 @@ class Mailbox:
 
     def put_item(self, item: _Item) -> None:
         """Queue ``(message, reply)``; from any thread."""
-        inbound = self._inbound
+        runq = self._runq
         if get_ident() == self._tid:
-            if inbound.items:
-                inbound.flush()  # earlier puts from other threads go first
+            if runq.items:
+                runq.flush()  # earlier puts from other threads go first
             self._next.append(item)
             if not self._scheduled:
                 self._scheduled = True
-                self.loop.call_soon(self._turn)
+                runq.schedule(self)
         else:
-            inbound.put(self, item)
+            runq.put(self, item)
 
     def _put_local(self, item: _Item) -> None:
         if self.actor is None:
@@ -243,7 +201,7 @@ class Mailbox:
         self._next.append(item)
         if not self._scheduled:
             self._scheduled = True
-            self.loop.call_soon(self._turn)
+            self._runq.schedule(self)
 
     def _boot(self) -> None:
         self._tid = get_ident()
@@ -309,7 +267,7 @@ class Mailbox:
                 self._teardown()
                 return
         self._cur, self._pos = cur, pos
-        self.loop.call_soon(self._turn)
+        self._runq.schedule(self)  # budget spent: the rest after the loop's next poll
 
     def _failed(self, reply: Future[Any] | None, exc_info: Any) -> bool:
         """A handler raised: reply to an ask and go on, or crash on a tell."""

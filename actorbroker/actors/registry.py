@@ -30,7 +30,7 @@ minute, starting an actor (a supervisor round trip, a monitor, a name, a
 few KiB) costs far more than the publish, and 100k such topics would hold
 100k actors. So the registry delivers a *cold* topic's batch itself: it
 matches the trie and tells each subscriber's session, by the same rules a
-topic actor applies (:class:`~.subscribers.TopicSubscribers`). A topic with
+topic actor applies (:func:`~.subscribers.deliver_once`). A topic with
 4 messages within ``topic_hot_window`` seconds or two (:class:`~.topic_table.HotTopics`),
 or matching a shared group (whose strategy keeps per-topic turns), is *hot*:
 the registry starts its actor (without waiting for it: see
@@ -90,7 +90,7 @@ from .node import Node
 from .registry_durable import DurableRegistry
 from .keeper import Sleeping
 from .shared import Reachable, SharedIndex, hash_key, journal_handed_back, journal_routed, pick
-from .subscribers import TopicSubscribers
+from .subscribers import deliver_once
 from .topic import TopicActor
 from .topic_table import HotTopics, TopicTable
 
@@ -330,8 +330,7 @@ class RegistryActor(DurableRegistry, LoopActor):
         subscribers = self._subscribers(topic)  # cold: no actor (see the module doc)
         if subscribers:
             node = self._node
-            TopicSubscribers(subscribers).deliver(messages, node.names.sessions,
-                                                  node.metrics, topic)
+            deliver_once(subscribers, messages, node.names.sessions, node.metrics, topic)
 
     def _retain(self, message: AppMessage) -> None:
         self._journal_retained(message)  # registry_durable.py: QoS 0 changes

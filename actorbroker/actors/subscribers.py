@@ -10,9 +10,10 @@ subscribing session one ``Deliver`` (or ``DeliverMatched``) with a whole
 batch.
 
 A topic actor keeps one for its lifetime and updates it on
-``SubscribersChanged``; the registry builds a throwaway one for a publish to
-a *cold* topic, one without a topic actor (see :mod:`.registry`), so both
-deliver by the same rules. Shared subscriptions are not here (see
+``SubscribersChanged``; the registry delivers a publish to a *cold* topic,
+one without a topic actor (see :mod:`.registry`), with
+:func:`deliver_once`, which applies the same rules to the trie's matches
+without building the tables (one publish uses them once). Shared subscriptions are not here (see
 :mod:`.shared`).
 """
 
@@ -26,7 +27,7 @@ from actorbroker.session import AppMessage
 
 from .messages import Deliver, DeliverMatched
 
-__all__ = ["Grant", "TopicSubscribers"]
+__all__ = ["Grant", "TopicSubscribers", "deliver_once"]
 
 Grant = tuple[Any, ...]  # (granted QoS, epoch), or (QoS, epoch, SubOptions) for MQTT 5 options
 
@@ -99,14 +100,31 @@ class TopicSubscribers:
         crashed and is restarting) has it counted as dropped (``session_unavailable``)."""
         optioned = self.optioned
         for client_id, (qos, epoch) in self.grant.items():
-            ref = sessions.get(client_id)
-            if ref is not None:
-                try:
-                    if optioned and client_id in optioned:
-                        ref.tell(DeliverMatched(messages, epoch, optioned[client_id]))
-                    else:
-                        ref.tell(Deliver(messages, qos, epoch))
-                    continue
-                except ActorDeadError:
-                    pass
-            metrics.drop("session_unavailable", len(messages), client_id=client_id, topic=topic)
+            _tell(sessions.get(client_id), messages, qos, epoch,
+                  optioned.get(client_id) if optioned else None, metrics, client_id, topic)
+
+
+def deliver_once(subscribers: dict[str, dict[str, Grant]], messages: tuple[AppMessage, ...],
+                 sessions: dict[str, Any], metrics: Any, topic: str) -> None:
+    """``TopicSubscribers(subscribers).deliver(...)`` without its tables: a cold topic's
+    publish, where building them cost more than the delivery itself."""
+    for client_id, filters in subscribers.items():
+        if len(filters) == 1:  # the common case: the one subscription decides
+            for g in filters.values():
+                qos, epoch, matches = g[0], g[1], None if len(g) == 2 else ((g[0], g[2]),)
+        else:
+            qos, epoch = _effective(filters)
+            matches = _matches(filters, epoch)
+        _tell(sessions.get(client_id), messages, qos, epoch, matches, metrics, client_id, topic)
+
+
+def _tell(ref: Any, messages: tuple[AppMessage, ...], qos: int, epoch: int,
+          matches: tuple[Any, ...] | None, metrics: Any, client_id: str, topic: str) -> None:
+    if ref is not None:
+        try:
+            ref.tell(Deliver(messages, qos, epoch) if matches is None
+                     else DeliverMatched(messages, epoch, matches))
+            return
+        except ActorDeadError:
+            pass
+    metrics.drop("session_unavailable", len(messages), client_id=client_id, topic=topic)

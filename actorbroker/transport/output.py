@@ -1,10 +1,14 @@
 """Transport layer: a connection's coalescing, bounded output buffer. Imports stdlib and asyncio only.
 
 Encoded packets are appended to a list; the first append of a loop tick
-schedules one flush (``loop.call_soon``) that hands the whole list to the
-transport in a single ``write``: one syscall per tick however many packets
-the session sent, which is what makes fan-out cheap (DESIGN.md: one write
-per frame caps near 160k frames/s, coalesced writes reach millions).
+puts the outbox on its loop's :class:`FlushQueue`, which at the next
+iteration hands each outbox's whole list to its transport in a single
+``write``: one syscall per tick however many packets the session sent, which
+is what makes fan-out cheap (DESIGN.md: one write per frame caps near 160k
+frames/s, coalesced writes reach millions). One queue per loop, not a
+``loop.call_soon`` per outbox: with many connections getting one packet each
+(a sparse fan-out) a uvloop callback per connection costs ~2 us more per
+write (``bench.delivery_floor``).
 
 Backpressure: ``congested`` is True while the transport has called
 ``pause_writing`` or more than ``high_water`` bytes wait (here plus in the
@@ -17,18 +21,60 @@ its session ignores ``congested``.
 from __future__ import annotations
 
 import asyncio
+import logging
+import weakref
 from collections.abc import Callable
 
 from .stats import TransportStats
 
-__all__ = ["Outbox"]
+__all__ = ["FlushQueue", "Outbox"]
+
+log = logging.getLogger(__name__)
+
+
+class FlushQueue:
+    """The outboxes of one loop with output queued this tick, flushed at the next."""
+
+    __slots__ = ("__weakref__", "_armed", "_loop", "_pending")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._pending: list[Outbox] = []
+        self._armed = False
+
+    def due(self, outbox: Outbox) -> None:
+        """Flush ``outbox`` at the next run (it keeps its own "scheduled" bit)."""
+        self._pending.append(outbox)
+        if not self._armed:
+            self._armed = True
+            self._loop.call_soon(self._run)
+
+    def _run(self) -> None:
+        pending, self._pending, self._armed = self._pending, [], False
+        for outbox in pending:
+            try:
+                outbox.flush_due()
+            except Exception:  # one connection's failure must not hold up the others' output
+                log.exception("flushing a connection's output failed")
+
+
+_QUEUES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, FlushQueue] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _flush_queue(loop: asyncio.AbstractEventLoop) -> FlushQueue:
+    queue = _QUEUES.get(loop)  # connections are made on the loop's thread: no lock needed
+    if queue is None:
+        queue = _QUEUES[loop] = FlushQueue(loop)
+    return queue
 
 
 class Outbox:
     """Output list of one connection, flushed once per loop tick."""
 
-    __slots__ = ("transport", "write_paused", "_loop", "_stats", "_high", "_max",
-                 "_chunks", "_size", "_scheduled", "_seen", "_after_flush")
+    __slots__ = ("transport", "write_paused", "_stats", "_high", "_max",
+                 "_chunks", "_size", "_scheduled", "_seen", "_after_flush", "_flushes")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, stats: TransportStats,
                  high_water: int, max_output: int, after_flush: Callable[[], None]) -> None:
@@ -36,7 +82,6 @@ class Outbox:
         self.transport: asyncio.WriteTransport | None = None
         #: Set by the protocol's pause_writing/resume_writing callbacks.
         self.write_paused = False
-        self._loop = loop
         self._stats = stats
         self._high = high_water
         self._max = max_output
@@ -45,6 +90,7 @@ class Outbox:
         self._scheduled = False
         self._seen = False  # congestion was reported since the last drain
         self._after_flush = after_flush
+        self._flushes = _flush_queue(loop)
 
     @property
     def buffered(self) -> int:
@@ -78,7 +124,7 @@ class Outbox:
         self._size += size
         if not self._scheduled:
             self._scheduled = True
-            self._loop.call_soon(self._flush_soon)
+            self._flushes.due(self)
         return True
 
     def put(self, data: bytes) -> None:
@@ -104,7 +150,9 @@ class Outbox:
         self._chunks.clear()
         self._size = 0
 
-    def _flush_soon(self) -> None:
+    def flush_due(self) -> None:
+        """The flush :class:`FlushQueue` runs: write, then tell the owner (drained, or
+        close after a refused CONNACK)."""
         self._scheduled = False
         self.flush()
         self._after_flush()

@@ -83,3 +83,36 @@ def test_replies_to_one_read_go_out_in_one_write(run) -> None:
             # 100 send() calls; each read is answered within one loop turn: one write at most.
             assert 1 <= len(probe.writes) <= reads
     run(scenario())
+
+
+class FailingTransport(CountingTransport):
+    """A transport whose write raises: a fault no real socket here produces on demand."""
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(len(data))
+        raise OSError("write failed")
+
+
+def test_a_tick_of_sends_to_many_connections_makes_one_write_each(run) -> None:
+    """Output queued on many connections in one tick (a sparse fan-out) goes out at the
+    next tick, one write per connection; a connection whose write fails does not hold
+    the others' output back."""
+    async def scenario() -> None:
+        async with Broker() as broker:
+            pairs = [await broker.connected(level=4, client_id=f"c{i}") for i in range(20)]
+            probes = []
+            for i, (_, port) in enumerate(pairs):
+                kind = FailingTransport if i == 7 else CountingTransport
+                probes.append(kind(port.conn.transport))
+                port.conn.transport = probes[-1]  # type: ignore[assignment]
+            for i, (_, port) in enumerate(pairs):
+                port.conn.send([Publish("fan", b"%d" % i)])
+                port.conn.send([Publish("fan", b"again %d" % i)])
+            assert [len(p.writes) for p in probes] == [0] * 20  # nothing before the tick ends
+            for i, (client, _) in enumerate(pairs):
+                if i == 7:
+                    continue
+                got = [await client.recv(), await client.recv()]
+                assert [p.payload for p in got] == [b"%d" % i, b"again %d" % i]
+            assert [len(p.writes) for p in probes] == [1] * 20
+    run(scenario())

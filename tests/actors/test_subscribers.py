@@ -1,0 +1,66 @@
+"""A cold topic's one-off delivery (``deliver_once``) follows the topic actor's rules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pykka import ActorDeadError
+
+from actorbroker.actors.messages import Deliver, DeliverMatched
+from actorbroker.actors.subscribers import Grant, TopicSubscribers, deliver_once
+from actorbroker.metrics import BrokerMetrics
+from actorbroker.session import AppMessage
+from actorbroker.session.suboptions import SubOptions
+
+
+class Session:
+    """A session's ref as the registry sees it: records what it is told."""
+
+    def __init__(self, dead: bool = False) -> None:
+        self.told: list[Any] = []
+        self.dead = dead
+
+    def tell(self, message: Any) -> None:
+        if self.dead:  # an actor that stopped after its name was looked up
+            raise ActorDeadError("session stopped")
+        self.told.append(message)
+
+
+OPTS = SubOptions(no_local=True)
+TABLES: list[dict[str, dict[str, Grant]]] = [
+    {"a": {"t/x": (1, 3)}},
+    {"a": {"t/x": (0, 3), "t/+": (2, 3), "#": (1, 2)}},  # newest epoch, highest QoS there
+    {"a": {"t/x": (1, 1)}, "b": {"t/#": (0, 4, OPTS)}},  # MQTT 5 options
+    {"b": {"t/x": (2, 4), "t/+": (1, 4, OPTS)}},  # options on one of two
+    {"b": {"t/x": (2, 5), "t/+": (1, 4, OPTS)}},  # options only in an older epoch
+    {"gone": {"t/x": (1, 1)}, "dead": {"t/+": (0, 1)}, "a": {"#": (0, 1)}},
+]
+
+
+def _run(deliver: Any, table: dict[str, dict[str, Grant]]) -> tuple[dict[str, list[Any]], dict[str, int]]:
+    sessions = {"a": Session(), "b": Session(), "dead": Session(dead=True)}
+    metrics = BrokerMetrics()
+    messages = (AppMessage("t/x", b"p", qos=1),)
+    deliver(table, messages, sessions, metrics, "t/x")
+    return {cid: s.told for cid, s in sessions.items()}, dict(metrics.dropped)
+
+
+@pytest.mark.parametrize("table", TABLES)
+def test_deliver_once_tells_what_a_topic_actor_would(table: dict[str, dict[str, Grant]]) -> None:
+    def kept(table: Any, *args: Any) -> None:
+        TopicSubscribers(table).deliver(*args)
+
+    assert _run(deliver_once, table) == _run(kept, table)
+
+
+def test_deliver_once_rules() -> None:
+    told, dropped = _run(deliver_once, TABLES[1])
+    assert [(type(m), m.qos, m.epoch) for m in told["a"]] == [(Deliver, 2, 3)]
+    told, _ = _run(deliver_once, TABLES[3])
+    assert told["b"] == [DeliverMatched(told["b"][0].messages, 4, ((2, None), (1, OPTS)))]
+    told, _ = _run(deliver_once, TABLES[4])
+    assert [type(m) for m in told["b"]] == [Deliver] and told["b"][0].qos == 2
+    told, dropped = _run(deliver_once, TABLES[5])
+    assert dropped == {"session_unavailable": 2}  # no session "gone"; "dead" stopped
+    assert len(told["a"]) == 1

@@ -8,13 +8,12 @@ byte layouts and the fold's rules.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
 from .record_base import CLIENT as _CLIENT
 from .record_base import PACKET_ID as _PACKET_ID
 from .record_base import SUB_IDS as _SUB_IDS
-from .record_base import Record
+from .record_base import Record, record
 from .wire import Kind, wire
 
 __all__ = ["OutboundSent", "PubAckReceived", "PubCompReceived", "PubRecReceived",
@@ -22,7 +21,7 @@ __all__ = ["OutboundSent", "PubAckReceived", "PubCompReceived", "PubRecReceived"
            "SharedRouted"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SessionQueued(Record):
     """The message logged at ``offset`` waits in the session's queue."""
 
@@ -36,7 +35,7 @@ class SessionQueued(Record):
     size: int = wire(Kind.U32, "payload bytes of the message", default=0, appended=True)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SessionDropped(Record):
     """The message at ``offset`` will not be delivered to the session (a queue limit, expiry)."""
 
@@ -46,7 +45,7 @@ class SessionDropped(Record):
     reason: str = wire(Kind.TEXT, "why, as counted in $SYS (queue_full, expired, ...)", default="")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SessionCursor(Record):
     """Every queue entry of the session below ``offset`` has left the queue."""
 
@@ -55,7 +54,7 @@ class SessionCursor(Record):
     offset: int = wire(Kind.U64, "queue entries below this offset are done")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class OutboundSent(Record):
     """A QoS 1/2 PUBLISH of the message at ``offset`` went out with ``packet_id``.
 
@@ -73,7 +72,7 @@ class OutboundSent(Record):
     subscription_ids: tuple[int, ...] = wire(Kind.U32_LIST, _SUB_IDS, default=())
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PubAckReceived(Record):
     """The client acknowledged an outbound QoS 1 PUBLISH: the flow is done."""
 
@@ -82,7 +81,7 @@ class PubAckReceived(Record):
     packet_id: int = wire(Kind.U16, _PACKET_ID)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PubRecReceived(Record):
     """The client received an outbound QoS 2 PUBLISH: PUBREL stage, never resend it."""
 
@@ -91,7 +90,7 @@ class PubRecReceived(Record):
     packet_id: int = wire(Kind.U16, _PACKET_ID)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PubCompReceived(Record):
     """The client completed an outbound QoS 2 flow: the packet id is free."""
 
@@ -100,7 +99,7 @@ class PubCompReceived(Record):
     packet_id: int = wire(Kind.U16, _PACKET_ID)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PubRelReceived(Record):
     """The client released an inbound QoS 2 message (PUBREL): its packet id is free."""
 
@@ -109,7 +108,7 @@ class PubRelReceived(Record):
     packet_id: int = wire(Kind.U16, _PACKET_ID)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SharedRouted(Record):
     """Shared subscription ``group`` gave the message at ``offset`` to ``client_id``.
 
@@ -130,7 +129,7 @@ class SharedRouted(Record):
     size: int = wire(Kind.U32, "payload bytes of the message", default=0)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SharedPending(Record):
     """Shared subscription ``group`` owes the message at ``offset`` (again): a member handed
     it back, or a checkpoint restates what the group owes."""

@@ -29,7 +29,6 @@ docs/storage.md); an empty BLOB means none (MQTT 3.x).
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from enum import IntEnum
 from typing import ClassVar
 
@@ -48,7 +47,7 @@ from .delivery_records import (
     SharedRouted,
 )
 from .record_base import CLIENT as _CLIENT
-from .record_base import ENVELOPE, FLAG_RESTATED, Record, UnknownRecord
+from .record_base import ENVELOPE, FLAG_RESTATED, Record, UnknownRecord, record
 from .record_base import PROPS as _PROPS
 from .record_base import QOS as _QOS
 from .record_base import TOPIC as _TOPIC
@@ -65,7 +64,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Publish(Record):
     """An accepted PUBLISH (every QoS 1/2 one; QoS 0 ones when the broker keeps them).
 
@@ -85,7 +84,7 @@ class Publish(Record):
     packet_id: int = wire(Kind.U16, "publisher's packet identifier; 0 for none", default=0)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RetainedSet(Record):
     """The retained message of ``topic`` is now this one (self-contained copy)."""
 
@@ -97,7 +96,7 @@ class RetainedSet(Record):
     client_id: str = wire(Kind.TEXT, "publisher's client identifier; empty for the broker", default="")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RetainedCleared(Record):
     """``topic`` has no retained message any more (empty retained PUBLISH)."""
 
@@ -120,7 +119,7 @@ class DisconnectCause(IntEnum):
     NOT_AUTHORIZED = 8
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SessionConnected(Record):
     """A client connected (CONNACK accepted)."""
 
@@ -137,7 +136,7 @@ class SessionConnected(Record):
     peer: str = wire(Kind.TEXT, "peer address, e.g. 192.0.2.7:51234", default="")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SessionDisconnected(Record):
     """A client's connection ended; the session lives on if ``expiry_interval`` > 0."""
 
@@ -149,7 +148,7 @@ class SessionDisconnected(Record):
     reason: str = wire(Kind.TEXT, "human-readable reason", default="")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Subscribed(Record):
     """A subscription was made or replaced."""
 
@@ -165,7 +164,7 @@ class Subscribed(Record):
     subscription_id: int = wire(Kind.U32, "MQTT 5 subscription identifier; 0 for none", default=0)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Unsubscribed(Record):
     """A subscription was removed."""
 
@@ -174,7 +173,7 @@ class Unsubscribed(Record):
     topic_filter: str = wire(Kind.TEXT, "topic filter")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class WillSet(Record):
     """The session has this Will (from CONNECT); replaces any earlier one."""
 
@@ -188,7 +187,7 @@ class WillSet(Record):
     delay_interval: int = wire(Kind.U32, "will delay interval, seconds", default=0)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class WillCleared(Record):
     """The Will was discarded without being sent (normal DISCONNECT)."""
 
@@ -196,7 +195,7 @@ class WillCleared(Record):
     client_id: str = wire(Kind.TEXT, _CLIENT)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class WillSent(Record):
     """The Will was published (the message itself is logged as a Publish)."""
 
@@ -205,7 +204,7 @@ class WillSent(Record):
     topic: str = wire(Kind.TEXT, "will topic")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SessionExpired(Record):
     """The session expired (or was discarded by a clean start) and its state is gone."""
 
@@ -214,7 +213,7 @@ class SessionExpired(Record):
 
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CheckpointStarted(Record):
     """Restated records (flags bit 0) follow, up to the matching CheckpointCompleted."""
 
@@ -222,7 +221,7 @@ class CheckpointStarted(Record):
     checkpoint_id: int = wire(Kind.U64, "number of the checkpoint, increasing")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CheckpointCompleted(Record):
     """The checkpoint begun at ``started_at`` restated the whole durable state."""
 

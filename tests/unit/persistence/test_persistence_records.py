@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from mypy import api as mypy_api
 
 from actorbroker.errors import CorruptRecordError
 from actorbroker.persistence import records as r
+from actorbroker.persistence.record_base import record as record_class
 from actorbroker.persistence.records import (
     ENVELOPE,
     RECORD_TYPES,
@@ -129,11 +131,19 @@ def test_values_that_do_not_fit_are_refused_on_encoding(record: Record, message:
         encode_record(record)
 
 
-def test_records_are_frozen_and_slotted() -> None:
+def test_records_are_slotted_hashable_and_frozen_to_the_type_checker(tmp_path: Path) -> None:
+    """Frozen statically (``record``: mypy rejects assigning a field), not at run time."""
     for cls in (*RECORD_TYPES.values(), UnknownRecord):
         assert "__slots__" in cls.__dict__
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        PUBLISH.qos = 2  # type: ignore[misc]
+    assert hash(PUBLISH) == hash(dataclasses.replace(PUBLISH)) and {PUBLISH: 1}[PUBLISH] == 1
+    source = tmp_path / "assigns.py"
+    source.write_text("from actorbroker.persistence.records import Publish, SessionQueued\n"
+                      "def f(p: Publish, q: SessionQueued) -> None:\n"
+                      "    p.qos = 2\n"
+                      "    q.timestamp_us = 0\n")
+    out, _, status = mypy_api.run(["--no-incremental", "--follow-imports=silent", str(source)])
+    assert status == 1
+    assert out.count("is read-only") == 2, out
 
 
 def test_a_non_record_is_a_type_error() -> None:
@@ -149,14 +159,14 @@ def test_envelope_layout() -> None:
 # -- the version rule: a field appended to a released layout --------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record_class
 class _Before(Record):
     TYPE: ClassVar[int] = 250
     client_id: str = wire(Kind.TEXT, "id")
     count: int = wire(Kind.U32, "count", default=0)
 
 
-@dataclass(frozen=True, slots=True)
+@record_class
 class _After(Record):
     TYPE: ClassVar[int] = 250
     client_id: str = wire(Kind.TEXT, "id")

@@ -197,7 +197,7 @@ def _baseline(port: int, workdir: Path) -> Broker:
     """actorbroker from the source tree ``$BENCH_BASELINE`` (say, ``git worktree add
     /tmp/base HEAD~1``) with this venv: a change and its baseline in the same run."""
     tree = os.environ.get("BENCH_BASELINE", "")
-    if not (Path(tree) / "actorbroker" / "__init__.py").exists():
+    if not tree or not (Path(tree) / "actorbroker" / "__init__.py").exists():
         raise BrokerUnavailable("baseline: set BENCH_BASELINE to an actorbroker source tree")
     env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve())}
     argv = [sys.executable, "-c", "from actorbroker.cli import main; raise SystemExit(main())",

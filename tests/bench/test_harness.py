@@ -9,8 +9,12 @@ message that never arrives is reported as lost, so the check can fail.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from dataclasses import replace
 
+import pytest
+
+from bench import brokers
 from bench.brokers import Broker
 from bench.mqttload.driver import run_load
 from bench.mqttload.plan import LoadPlan, PubSpec, SubSpec, WorkerPlan
@@ -87,3 +91,22 @@ def test_histogram_percentiles_merge_processes() -> None:
     assert got["p50_ms"] == 0.1005
     assert got["p99_ms"] == 1.5005
     assert got["p100_ms"] == 25.5
+
+
+def test_the_baseline_broker_runs_the_source_tree_it_is_given(tmp_path, monkeypatch) -> None:
+    """``baseline``: actorbroker from ``$BENCH_BASELINE`` (here this checkout), for
+    before/after figures in one run; without a tree it says what is missing."""
+    monkeypatch.delenv("BENCH_BASELINE", raising=False)
+    with pytest.raises(brokers.BrokerUnavailable, match="BENCH_BASELINE"):
+        brokers.start("baseline", tmp_path / "none")
+    root = Path(brokers.__file__).resolve().parents[1]
+    monkeypatch.setenv("BENCH_BASELINE", str(root))
+    broker = brokers.start("baseline", tmp_path / "tree")
+    try:
+        pubs = [PubSpec(0, "b-p0", ("test/base",), 1, 16, 200, (1,), window=50)]
+        subs = [SubSpec(0, "b-s0", ("test/base",), 1)]
+        fig = run_load(_plan(broker.port, pubs, subs, {0: [0]}, qos=1), broker.rss)
+        assert (fig["received"], fig["lost"], fig["acked"]) == (200, 0, 200)
+        assert broker.name == "baseline" and fig["ok"]
+    finally:
+        broker.stop()

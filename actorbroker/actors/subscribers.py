@@ -12,8 +12,8 @@ batch.
 A topic actor keeps one for its lifetime and updates it on
 ``SubscribersChanged``; the registry delivers a publish to a *cold* topic,
 one without a topic actor (see :mod:`.registry`), with
-:func:`deliver_once`, which applies the same rules to the trie's matches
-without building the tables (one publish uses them once). Shared subscriptions are not here (see
+:func:`deliver_once`, which applies the same rule (``_copy``) to the trie's
+matches without keeping a table. Shared subscriptions are not here (see
 :mod:`.shared`).
 """
 
@@ -30,91 +30,73 @@ from .messages import Deliver, DeliverMatched
 __all__ = ["Grant", "TopicSubscribers", "deliver_once"]
 
 Grant = tuple[Any, ...]  # (granted QoS, epoch), or (QoS, epoch, SubOptions) for MQTT 5 options
+Copy = tuple[int, int, "tuple[Any, ...] | None"]  # (QoS, epoch, matches) of a client's copy
 
 
-def _effective(filters: dict[str, Grant]) -> tuple[int, int]:
-    """The copy a client gets: the newest epoch, the highest QoS granted in it."""
-    if len(filters) == 1:  # the common case: no generators
+def _copy(filters: dict[str, Grant]) -> Copy:
+    """The copy a client gets from its matching subscriptions ``filters``.
+
+    The newest epoch decides; the highest QoS granted in it; and, when one
+    of that epoch's subscriptions has MQTT 5 options, ``(QoS, options)`` of
+    each of them (else None).
+    """
+    if len(filters) == 1:  # the common case: the one subscription decides
         for g in filters.values():
-            return g[0], g[1]
+            return g[0], g[1], None if len(g) == 2 else ((g[0], g[2]),)
     epoch = max(g[1] for g in filters.values())
-    return max(g[0] for g in filters.values() if g[1] == epoch), epoch
-
-
-def _matches(filters: dict[str, Grant], epoch: int) -> tuple[Any, ...] | None:
-    """(QoS, options) of the newest epoch's subscriptions when one has options, else None."""
-    if len(filters) == 1:
-        for g in filters.values():
-            return None if len(g) == 2 or g[1] != epoch else ((g[0], g[2]),)
     newest = [g for g in filters.values() if g[1] == epoch]
+    qos = max(g[0] for g in newest)
     if all(len(g) == 2 for g in newest):
-        return None
-    return tuple((g[0], g[2] if len(g) > 2 else None) for g in newest)
+        return qos, epoch, None
+    return qos, epoch, tuple((g[0], g[2] if len(g) > 2 else None) for g in newest)
 
 
 class TopicSubscribers:
     """The non-shared subscribers of one topic (see the module doc)."""
 
-    __slots__ = ("grant", "optioned", "subs")
+    __slots__ = ("copies", "subs")
 
     def __init__(self, subscribers: dict[str, dict[str, Grant]]) -> None:
         self.subs = subscribers
-        self.grant = {cid: _effective(filters) for cid, filters in subscribers.items()}
-        self.optioned: dict[str, tuple[Any, ...]] = {}  # client -> matches, if options
-        for cid, filters in subscribers.items():
-            self._set_options(cid, filters)
+        #: Client id -> the copy it gets (see ``_copy``).
+        self.copies = {cid: _copy(filters) for cid, filters in subscribers.items()}
 
     def __bool__(self) -> bool:
-        return bool(self.grant)
-
-    def _set_options(self, client_id: str, filters: dict[str, Grant]) -> None:
-        found = _matches(filters, self.grant[client_id][1])
-        if found is None:
-            self.optioned.pop(client_id, None)
-        else:
-            self.optioned[client_id] = found
+        return bool(self.copies)
 
     def change(self, client_id: str, topic_filter: str, granted: Grant | None) -> None:
         """``client_id``'s subscription ``topic_filter`` is now ``granted`` (None: removed)."""
-        subs, grant = self.subs, self.grant
+        subs = self.subs
         filters = subs.get(client_id)
         if granted is not None:
             if filters is None:
                 filters = subs[client_id] = {}
             filters[topic_filter] = granted
-            grant[client_id] = _effective(filters)
-            self._set_options(client_id, filters)
         elif filters is not None:
             filters.pop(topic_filter, None)
-            if filters:
-                grant[client_id] = _effective(filters)
-                self._set_options(client_id, filters)
-            else:
+            if not filters:
                 del subs[client_id]
-                del grant[client_id]
-                self.optioned.pop(client_id, None)
+                del self.copies[client_id]
+                return
+        else:
+            return
+        self.copies[client_id] = _copy(filters)
 
     def deliver(self, messages: tuple[AppMessage, ...], sessions: dict[str, Any],
                 metrics: Any, topic: str) -> None:
         """Tell each subscriber's session the batch; a session with no running actor (it
         crashed and is restarting) has it counted as dropped (``session_unavailable``)."""
-        optioned = self.optioned
-        for client_id, (qos, epoch) in self.grant.items():
-            _tell(sessions.get(client_id), messages, qos, epoch,
-                  optioned.get(client_id) if optioned else None, metrics, client_id, topic)
+        for client_id, (qos, epoch, matches) in self.copies.items():
+            _tell(sessions.get(client_id), messages, qos, epoch, matches, metrics, client_id,
+                  topic)
 
 
 def deliver_once(subscribers: dict[str, dict[str, Grant]], messages: tuple[AppMessage, ...],
                  sessions: dict[str, Any], metrics: Any, topic: str) -> None:
-    """``TopicSubscribers(subscribers).deliver(...)`` without its tables: a cold topic's
-    publish, where building them cost more than the delivery itself."""
+    """``TopicSubscribers(subscribers).deliver(...)`` without keeping its table: a cold
+    topic's publish, which uses it once."""
     for client_id, filters in subscribers.items():
-        if len(filters) == 1:  # the common case: the one subscription decides
-            for g in filters.values():
-                qos, epoch, matches = g[0], g[1], None if len(g) == 2 else ((g[0], g[2]),)
-        else:
-            qos, epoch = _effective(filters)
-            matches = _matches(filters, epoch)
+        qos, epoch, matches = _copy(filters)
         _tell(sessions.get(client_id), messages, qos, epoch, matches, metrics, client_id, topic)
 
 

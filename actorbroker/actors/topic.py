@@ -75,7 +75,7 @@ class TopicActor(LoopActor):
     @property
     def subscribers(self) -> dict[str, int]:
         """Client id -> the QoS its copy is delivered at (the highest granted)."""
-        return {cid: qos for cid, (qos, _) in self._subs.grant.items()}
+        return {cid: qos for cid, (qos, _, _) in self._subs.copies.items()}
 
     def on_start(self) -> None:
         self._arm_idle()

@@ -43,7 +43,7 @@ from actorbroker.messages import Drained, Inbound
 from .endings import ConnectionEndings
 from .gate import InboundGate
 from .gateway import Connection, Gateway, SessionPort
-from .output import Outbox
+from .output import FlushQueue, Outbox
 from .settings import ConnectionSettings
 from .stats import TransportStats
 from .timers import IdleTimer
@@ -62,8 +62,8 @@ _SNIFF = 16  # bytes kept before CONNECT to learn a malformed CONNECT's level
 class MqttConnection(ConnectionEndings, asyncio.Protocol):
     """An MQTT server connection: asyncio protocol below, ``Connection`` above."""
 
-    def __init__(self, gateway: Gateway, settings: ConnectionSettings,
-                 stats: TransportStats, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, gateway: Gateway, settings: ConnectionSettings, stats: TransportStats,
+                 loop: asyncio.AbstractEventLoop, flushes: FlushQueue) -> None:
         self.conn_id: int = next(_ids)
         self.peer: tuple[str, int] = ("", 0)
         self.client_id: str | None = None
@@ -81,7 +81,7 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
         self._dispatching = False
         self._outstanding = 0
         self._paused = 0
-        self._outbox = Outbox(loop, stats, settings.high_water, settings.max_output,
+        self._outbox = Outbox(flushes, stats, settings.high_water, settings.max_output,
                               self._after_flush)
         self._close_after_flush = False
         self._closing = False

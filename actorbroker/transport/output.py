@@ -1,11 +1,11 @@
 """Transport layer: a connection's coalescing, bounded output buffer. Imports stdlib and asyncio only.
 
 Encoded packets are appended to a list; the first append of a loop tick
-puts the outbox on its loop's :class:`FlushQueue`, which at the next
+puts the outbox on its listener's :class:`FlushQueue`, which at the next
 iteration hands each outbox's whole list to its transport in a single
 ``write``: one syscall per tick however many packets the session sent, which
 is what makes fan-out cheap (DESIGN.md: one write per frame caps near 160k
-frames/s, coalesced writes reach millions). One queue per loop, not a
+frames/s, coalesced writes reach millions). One queue per listener, not a
 ``loop.call_soon`` per outbox: with many connections getting one packet each
 (a sparse fan-out) a uvloop callback per connection costs ~2 us more per
 write (``bench.delivery_floor``).
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import weakref
 from collections.abc import Callable
 
 from .stats import TransportStats
@@ -33,7 +32,7 @@ log = logging.getLogger(__name__)
 
 
 class FlushQueue:
-    """The outboxes of one loop with output queued this tick, flushed at the next."""
+    """The outboxes of one listener with output queued this tick, flushed at the next."""
 
     __slots__ = ("__weakref__", "_armed", "_loop", "_pending")
 
@@ -58,25 +57,13 @@ class FlushQueue:
                 log.exception("flushing a connection's output failed")
 
 
-_QUEUES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, FlushQueue] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _flush_queue(loop: asyncio.AbstractEventLoop) -> FlushQueue:
-    queue = _QUEUES.get(loop)  # connections are made on the loop's thread: no lock needed
-    if queue is None:
-        queue = _QUEUES[loop] = FlushQueue(loop)
-    return queue
-
-
 class Outbox:
     """Output list of one connection, flushed once per loop tick."""
 
     __slots__ = ("transport", "write_paused", "_stats", "_high", "_max",
                  "_chunks", "_size", "_scheduled", "_seen", "_after_flush", "_flushes")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, stats: TransportStats,
+    def __init__(self, flushes: FlushQueue, stats: TransportStats,
                  high_water: int, max_output: int, after_flush: Callable[[], None]) -> None:
         #: Where flushes go; None until connected and again once the socket is gone.
         self.transport: asyncio.WriteTransport | None = None
@@ -90,7 +77,7 @@ class Outbox:
         self._scheduled = False
         self._seen = False  # congestion was reported since the last drain
         self._after_flush = after_flush
-        self._flushes = _flush_queue(loop)
+        self._flushes = flushes
 
     @property
     def buffered(self) -> int:

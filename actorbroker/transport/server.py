@@ -36,6 +36,7 @@ from actorbroker.codec import NO_PROPERTIES, Properties, ReasonCode
 from .acceptor import Acceptor
 from .connection import MqttConnection
 from .gateway import Gateway
+from .output import FlushQueue
 from .settings import ConnectionSettings, LimitsLike, ListenerLike
 from .stats import LogLimiter, TransportStats
 
@@ -72,6 +73,7 @@ class Listener:
         self._gateway = gateway
         self._settings = settings
         self._stats = stats
+        self._flushes = FlushQueue(loop)  # its connections' output, one flush a loop tick
         self._max = max_connections
         self._conns: dict[int, MqttConnection] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -159,7 +161,8 @@ class Listener:
         sock.setblocking(False)
         if sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        conn = MqttConnection(self._gateway, self._settings, self._stats, self._loop)
+        conn = MqttConnection(self._gateway, self._settings, self._stats, self._loop,
+                              self._flushes)
         conn.on_lost = self._forget
         self._conns[conn.conn_id] = conn
         task = self._loop.create_task(self._attach(conn, sock))

@@ -102,6 +102,14 @@ def subscriber(broker: Any, client_id: str, topic_filter: str, qos: int, *,
     return client
 
 
+def sub_and_pub(broker: Any, name: str, qos: int = 1) -> tuple[Any, Any]:
+    """A subscriber to ``name/#`` at ``qos`` and an MQTT 5 publisher, both connected."""
+    sub = subscriber(broker, f"{name}-sub", f"{name}/#", qos)
+    pub = raw(broker, level=5)
+    connect5(pub, f"{name}-pub")
+    return sub, pub
+
+
 def resume(broker: Any, pub5: Any) -> None:
     """Publish QoS 1 until it is accepted again (the storage actor probes with backoff)."""
     for n in range(2, 2000):
@@ -137,9 +145,7 @@ def drain(client: Any, payload: bytes) -> bytes:
 def test_a_qos1_message_reaches_the_subscriber_before_the_puback_while_the_sync_is_slow(
         tmp_path: Path, gate: SyncGate) -> None:
     with running(durable_config(tmp_path / "data")) as broker:
-        sub = subscriber(broker, "early-sub", "early/#", 1)
-        pub = raw(broker, level=5)
-        connect5(pub, "early-pub")
+        sub, pub = sub_and_pub(broker, "early")
         quiet(broker)
         with gate.held():
             pub.send(Publish("early/t", b"one", 1, False, False, 1))
@@ -183,9 +189,7 @@ def test_a_message_routed_early_back_to_its_publisher_comes_after_its_puback(
 def test_qos2_is_not_routed_before_its_sync_nor_a_qos1_behind_it(tmp_path: Path,
                                                                   gate: SyncGate) -> None:
     with running(durable_config(tmp_path / "data")) as broker:
-        sub = subscriber(broker, "q2-sub", "q2/#", 2)
-        pub = raw(broker, level=5)
-        connect5(pub, "q2-pub")
+        sub, pub = sub_and_pub(broker, "q2", 2)
         other = raw(broker)
         other.connect("q2-marker")
         quiet(broker)
@@ -335,9 +339,7 @@ def test_a_message_published_while_a_sync_is_slow_is_routed_before_that_sync_end
         tmp_path: Path, gate: SyncGate) -> None:
     """The sync runs on its own thread: a slow disk does not hold up what comes next."""
     with running(durable_config(tmp_path / "data")) as broker:
-        sub = subscriber(broker, "pipe-sub", "pipe/#", 1)
-        pub = raw(broker, level=5)
-        connect5(pub, "pipe-pub")
+        sub, pub = sub_and_pub(broker, "pipe")
         quiet(broker)
         with gate.held():
             pub.send(Publish("pipe/t", b"one", 1, False, False, 1))
@@ -360,9 +362,7 @@ def test_a_failed_sync_refuses_what_was_written_behind_it_too(
     refused as well, and their offsets, routed early, are fenced off."""
     data = tmp_path / "data"
     with running(durable_config(data)) as broker:
-        sub = subscriber(broker, "pipefail-sub", "pipefail/#", 1)
-        pub = raw(broker, level=5)
-        connect5(pub, "pipefail-pub")
+        sub, pub = sub_and_pub(broker, "pipefail")
         quiet(broker)
         gate.fail_next()
         with gate.held():

@@ -139,7 +139,9 @@ class SessionLoad:
     queue already (or was never for it). ``will``: a Will not sent yet, of a
     connection that is gone (or went with the previous actor), due at
     ``will_due`` (seconds since the epoch) unless a connection resumes the
-    session before.
+    session before. ``subscription_ids``: (filter, MQTT 5 Subscription
+    Identifier) of the subscriptions that have one; the queue's entries do
+    not keep them ([MQTT-3.3.4-3]: see ``ResumedQueue``).
     """
 
     client_id: str
@@ -153,6 +155,7 @@ class SessionLoad:
     queue: OffsetQueue
     position: int = 0
     will_due: float = 0.0
+    subscription_ids: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""Actors layer: the queue a durable session got back from the log, fetched as the client keeps up. Stdlib, pykka, session, durable.
+"""Actors layer: the queue a durable session got back from the log, fetched as the client keeps up. Stdlib, pykka, routing, session, durable.
 
 When a session actor loads a durable session (after a restart, or out of
 hibernation), its queued messages come as log offsets (an
@@ -15,6 +15,11 @@ levels is not required, [MQTT-4.6.0-6] is per QoS).
 A logged message with an offset below the position the state was loaded
 at, still on its way when the session loaded, is in the spool already (the
 fold queued it when its ``Publish`` was stored): it is skipped.
+
+The spool keeps no MQTT 5 Subscription Identifiers (17 bytes a message).
+A spooled message gets those of the session's subscriptions that match its
+topic and had one when the session loaded ([MQTT-3.3.4-3]): the client
+cannot have changed them while its messages were queued offline.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from actorbroker.durable import Entry, OffsetQueue
+from actorbroker.routing import matches, parse_shared
 from actorbroker.session import AppMessage, Effect, SessionState
 
 from .durable_messages import Fetch, Fetched, SessionLoad
@@ -36,7 +42,8 @@ LOW = 32
 class ResumedQueue:
     """The spool of one session actor (see the module doc)."""
 
-    __slots__ = ("_actor", "_durability", "_fetching", "_node", "_tokens", "horizon", "spool")
+    __slots__ = ("_actor", "_durability", "_fetching", "_node", "_sub_ids", "_tokens", "horizon",
+                 "spool")
 
     def __init__(self, actor: Any, node: Any, durability: Any) -> None:
         self._actor = actor
@@ -46,6 +53,8 @@ class ResumedQueue:
         self.horizon = 0  # offsets below it came with the loaded state
         self._fetching: tuple[int, list[Entry]] | None = None
         self._tokens = 0
+        #: (filter matched against a topic, Subscription Identifier) as loaded.
+        self._sub_ids: tuple[tuple[str, str, int], ...] = ()
 
     @property
     def fetching(self) -> bool:
@@ -55,6 +64,13 @@ class ResumedQueue:
         self.horizon = load.position
         if load.queue:
             self.spool = load.queue
+        self._sub_ids = tuple((f, _plain(f), sub_id) for f, sub_id in load.subscription_ids)
+
+    def _ids_for(self, topic: str) -> tuple[int, ...]:
+        """The Subscription Identifiers a spooled message on ``topic`` goes out with."""
+        held = self._actor.core.subscriptions
+        return tuple(sub_id for f, plain, sub_id in self._sub_ids
+                     if f in held and matches(plain, topic))
 
     def discard(self) -> None:
         """The session state was discarded (clean start): the spool goes, counted."""
@@ -117,9 +133,20 @@ class ResumedQueue:
                 continue
             if core.state is SessionState.ENDED:
                 break
-            effects += core.deliver(found, entry.qos, now, retain=entry.retain)
+            ids = self._ids_for(found.topic) if self._sub_ids else ()
+            if ids:
+                effects += core.deliver5(found, entry.qos, now, retain=entry.retain,
+                                         subscription_ids=ids)
+            else:
+                effects += core.deliver(found, entry.qos, now, retain=entry.retain)
         if effects:
             actor.run_effects(effects)
         if self.spool is not None and not self.spool and self._fetching is None:
             self.spool = None
         self.pump()
+
+
+def _plain(topic_filter: str) -> str:
+    """The filter a topic is matched against (a shared subscription's inner one)."""
+    shared = parse_shared(topic_filter)
+    return topic_filter if shared is None else shared.filter

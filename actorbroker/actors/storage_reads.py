@@ -73,6 +73,7 @@ def load_session(current: CommitLog | None, state: DurableState, client_id: str,
         0.0 if image.will is None else will_due_us(  # connected: its connection ends now
             image.will, int(time.time() * 1e6) if image.connected else image.since_us,
             image.expiry) / 1e6,
+        tuple((f, sub_id) for f, (_, sub_id) in image.subs.items() if sub_id),
     )
 
 

@@ -96,7 +96,8 @@ def copies(trie: FilterTrie[str, int], topic: str,
            publisher: str) -> dict[str, tuple[int, bool]]:
     """Client -> (granted QoS, Retain As Published) of the copy each durable session's plain
     subscriptions in ``trie`` (options as the Subscribed record has them) give it of a
-    message to ``topic``: the highest QoS, No Local honoured."""
+    message to ``topic``: the highest QoS, No Local honoured, RETAIN kept if any of them
+    is Retain As Published."""
     best: dict[str, tuple[int, bool]] = {}
     for _, members in trie.match_filters(topic):
         for client_id, options in members.items():
@@ -104,6 +105,7 @@ def copies(trie: FilterTrie[str, int], topic: str,
                 continue
             qos, rap = options & 3, bool(options & _RETAIN_AS_PUBLISHED)
             held = best.get(client_id)
-            if held is None or qos > held[0] or (qos == held[0] and rap):
-                best[client_id] = (qos, rap)
+            # As a live delivery does (session/suboptions.select): any matching
+            # subscription's Retain As Published keeps the RETAIN flag.
+            best[client_id] = (qos, rap) if held is None else (max(qos, held[0]), rap or held[1])
     return best

@@ -114,3 +114,21 @@ def test_subscription_identifiers_turned_off(start_broker: Callable[..., Running
     assert c.subscribe("x", 1, subscription_id=5) == [
         ReasonCode.SUBSCRIPTION_IDENTIFIERS_NOT_SUPPORTED]
     assert c.subscribe("x", 1) == [1]
+
+
+def test_messages_queued_offline_keep_their_subscription_identifiers(client5: Clients5) -> None:
+    """A durable session's queue comes back from the log without the identifiers; the
+    messages still carry those of the matching subscriptions ([MQTT-3.3.4-3])."""
+    sub = client5("offline-ids", connect=False)
+    sub.connect(SessionExpiryInterval=300)
+    sub.subscribe("oi/+", 1, subscription_id=7)
+    sub.subscribe("oi/plain", 1)
+    sub.disconnect()
+    publisher = client5("oi-pub")
+    publisher.publish("oi/x", b"1", 1)
+    publisher.publish("oi/plain", b"2", 1)
+    again = client5("offline-ids", connect=False)
+    assert again.connect(clean_start=False).session_present
+    first, second = again.expect(), again.expect()
+    assert (first.payload, first.properties["SubscriptionIdentifier"]) == (b"1", [7])
+    assert (second.payload, second.properties["SubscriptionIdentifier"]) == (b"2", [7])

@@ -62,6 +62,16 @@ def test_no_local_and_retain_as_published_are_honoured() -> None:
     assert queue_of(log, "rap") == [(mine, 1, True), (theirs, 1, False)]
 
 
+def test_retain_as_published_on_any_overlapping_subscription_keeps_retain() -> None:
+    """As a live delivery: the highest QoS of the matching subscriptions, and RETAIN kept
+    when any of them is Retain As Published (here the lower-QoS one)."""
+    log = Log()
+    log.add(connected("both", level=5), subscribed("both", "#", 0, options=0x08),
+            subscribed("both", "a/a", 1))
+    [kept] = log.add(publish("a/a", by="other", retain=True))
+    assert queue_of(log, "both") == [(kept, 1, True)]
+
+
 def test_offline_limits_drop_the_new_message_and_report_it() -> None:
     log = Log(DurableState(FoldPolicy(max_queued_messages=2)))
     log.add(connected("s"), subscribed("s", "t"))

@@ -19,10 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from actorbroker.codec import Packet
+from actorbroker.codec.frozen import quick_init
 
 __all__ = ["ConnectionLost", "Drained", "Inbound"]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Inbound:
     """The packets of one read from connection ``conn_id``, in order.
@@ -36,6 +38,7 @@ class Inbound:
     packets: tuple[Packet, ...]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ConnectionLost:
     """Connection ``conn_id`` has ended; told exactly once, after its last Inbound.
@@ -53,6 +56,7 @@ class ConnectionLost:
     graceful: bool
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Drained:
     """Connection ``conn_id``, reported congested earlier, can take more output.

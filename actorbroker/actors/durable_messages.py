@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from actorbroker.codec import Subscription
+from actorbroker.codec.frozen import quick_init
 from actorbroker.durable import OffsetQueue
 from actorbroker.persistence.records import Record, WillSet
 from actorbroker.session import AppMessage
@@ -56,6 +57,7 @@ __all__ = [
 ]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Append:
     """Append ``records`` in one group commit; tell ``reply_to`` (if any) the outcome with ``token``.
@@ -71,6 +73,7 @@ class Append:
     early: bool = False
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Durable:
     """The records of ``token`` are stored (mode fsync: on disk); their offsets, in order.
@@ -86,6 +89,7 @@ class Durable:
     synced: bool = True
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class NotDurable:
     """The records of ``token`` could not be stored: ``reason_code`` 0x97 (disk full) or 0x80."""
@@ -95,6 +99,7 @@ class NotDurable:
     reason: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Fetch:
     """Read back the messages logged at ``offsets``; answer :class:`Fetched` with ``token``."""
@@ -104,6 +109,7 @@ class Fetch:
     token: int
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Fetched:
     """The messages of a :class:`Fetch`, in its order (None: gone from the log)."""
@@ -112,6 +118,7 @@ class Fetched:
     messages: tuple[AppMessage | None, ...]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class LoadSession:
     """Ask: the durable state of ``client_id`` (a :class:`SessionLoad`, or None)."""
@@ -119,6 +126,7 @@ class LoadSession:
     client_id: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class RestoredFlight:
     """An outbound QoS 1/2 flow to resume: PUBLISH again with DUP, or PUBREL when ``released``."""
@@ -130,6 +138,7 @@ class RestoredFlight:
     released: bool
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class SessionLoad:
     """What the log holds of one durable session; ``queue`` is a private copy.
@@ -158,11 +167,13 @@ class SessionLoad:
     subscription_ids: tuple[tuple[str, int], ...] = ()
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class LoadRouting:
     """Ask: every durable subscription and retained message (a :class:`RoutingLoad`)."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class RoutingLoad:
     """Per durable client: (client id, protocol level, ((subscription, its MQTT 5
@@ -172,6 +183,7 @@ class RoutingLoad:
     retained: tuple[AppMessage, ...]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class OfflineSession:
     """A durable session without a connection: its expiry, and since when it is offline."""
@@ -181,16 +193,19 @@ class OfflineSession:
     since: float  # seconds since the epoch
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class LoadOffline:
     """Ask: every offline durable session (a tuple of :class:`OfflineSession`)."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class LoadWills:
     """Ask: every Will still to publish (a tuple of :class:`PendingWill`)."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PendingWill:
     """The Will of ``client_id``, not sent, its connection gone: due at ``due`` (seconds since
@@ -203,16 +218,19 @@ class PendingWill:
     durable: bool
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Tick:
     """Periodic work of the storage actor: retention, checkpoints, probing after a failure."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class StorageStatus:
     """Ask: a dict of the storage actor's figures (tests, $SYS)."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class OfflineDropped:
     """A message for offline ``client_id`` was dropped by the queue limits (count it)."""
@@ -222,11 +240,13 @@ class OfflineDropped:
     topic: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class RetryJournal:
     """A session's own timer: send the journal records the storage refused again."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Hibernated:
     """Durable session ``client_id`` went offline and its actor stopped; ``expiry`` in seconds;

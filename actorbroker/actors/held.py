@@ -28,7 +28,7 @@ from operator import attrgetter
 from typing import Any
 
 from actorbroker.codec import NO_PROPERTIES, PubAck, PubRec, ReasonCode
-from actorbroker.codec.properties import mutable_twin
+from actorbroker.codec.frozen import mutable_twin
 from actorbroker.durable import NEVER
 from actorbroker.persistence.records import PubAckReceived, PubCompReceived, Record, SessionDropped
 from actorbroker.session import (AppMessage, CancelTimer, Close, Dropped, Effect, PublishWill,

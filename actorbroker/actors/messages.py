@@ -45,6 +45,7 @@ from typing import Any
 from pykka import ActorRef
 
 from actorbroker.codec import Connect, Subscription
+from actorbroker.codec.frozen import quick_init
 from actorbroker.session import AppMessage
 from actorbroker.session.suboptions import Match, SubOptions
 
@@ -73,6 +74,7 @@ __all__ = [
 ]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Attach:
     """Attach connection ``conn`` (its CONNECT accepted as ``client_id``) to the session.
@@ -91,6 +93,7 @@ class Attach:
     auth_data: bytes | None = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PublishBatch:
     """Messages published to this topic actor's topic, in order (one read's worth)."""
@@ -98,6 +101,7 @@ class PublishBatch:
     messages: tuple[AppMessage, ...]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class RouteViaRegistry:
     """Publish ``messages`` (all to ``topic``) through the registry.
@@ -112,6 +116,7 @@ class RouteViaRegistry:
     reply_to: ActorRef[Any] | None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class RouteBatchViaRegistry:
     """Several topics' batches through the registry at once: ``(topic, messages)`` pairs,
@@ -121,6 +126,7 @@ class RouteBatchViaRegistry:
     reply_to: ActorRef[Any] | None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Routed:
     """The registry handled a :class:`RouteViaRegistry` (or a batch) of ``topics``."""
@@ -128,6 +134,7 @@ class Routed:
     topics: tuple[str, ...]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Deliver:
     """Deliver ``messages`` to this session through subscriptions granted ``qos`` (its maximum).
@@ -140,6 +147,7 @@ class Deliver:
     epoch: int
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class DeliverMatched:
     """(MQTT 5) Deliver ``messages``; ``matches`` are the client's subscriptions matching them.
@@ -154,6 +162,7 @@ class DeliverMatched:
     matches: tuple[Match, ...]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class DeliverShared:
     """(MQTT 5) Deliver ``messages`` through shared subscription ``group`` (its whole filter).
@@ -172,6 +181,7 @@ class DeliverShared:
     options: SubOptions | None = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class RedeliverShared:
     """(MQTT 5) ``client_id`` hands back these messages of shared subscription ``group``.
@@ -185,6 +195,7 @@ class RedeliverShared:
     messages: tuple[AppMessage, ...]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class AddSubscriptions:
     """Add these subscriptions (QoS already granted) of ``client_id``; SUBSCRIBE ``packet_id``.
@@ -206,6 +217,7 @@ class AddSubscriptions:
     protocol_level: int = 4
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class SubscriptionsAdded:
     """The registry added the subscriptions of SUBSCRIBE ``packet_id``.
@@ -220,6 +232,7 @@ class SubscriptionsAdded:
     retained: tuple[AppMessage, ...]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class RemoveSubscriptions:
     """Remove these filters of ``client_id``; reply when ``packet_id`` is not None."""
@@ -230,6 +243,7 @@ class RemoveSubscriptions:
     reply_to: ActorRef[Any]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class SubscriptionsRemoved:
     """The registry removed the filters of UNSUBSCRIBE ``packet_id``."""
@@ -237,6 +251,7 @@ class SubscriptionsRemoved:
     packet_id: int
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class SessionStarted:
     """A session actor of ``client_id`` started; asked, answered with :class:`SessionSubscriptions`."""
@@ -244,6 +259,7 @@ class SessionStarted:
     client_id: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class SessionSubscriptions:
     """The subscriptions of a persistent session whose previous actor died (else empty).
@@ -255,6 +271,7 @@ class SessionSubscriptions:
     epoch: int
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class SessionEnded:
     """The session of ``client_id`` ended: drop every subscription it still has."""
@@ -262,6 +279,7 @@ class SessionEnded:
     client_id: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class SubscribersChanged:
     """Changes to a topic actor's subscribers: ``(client_id, filter, grant or None)``.
@@ -276,6 +294,7 @@ class SubscribersChanged:
     changes: tuple[tuple[str, str, Any], ...]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class TopicIdle:
     """Topic actor ``ref`` of ``topic`` has had no subscriber, retained message or publish for a while."""
@@ -284,6 +303,7 @@ class TopicIdle:
     ref: ActorRef[Any]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class TopicStarted:
     """The Topics supervisor answered a start the registry asked for (``reply``: ref or error).
@@ -295,11 +315,13 @@ class TopicStarted:
     reply: Any
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class StopTopic:
     """The registry forgot this topic actor: stop."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Timer:
     """The actor's own timer ``name`` fired."""

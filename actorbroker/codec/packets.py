@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import ClassVar
 
+from .frozen import quick_init
 from .properties import NO_PROPERTIES, Properties
 
 __all__ = [
@@ -65,6 +66,7 @@ class PacketType(IntEnum):
     AUTH = 15
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Will:
     """The Will Message of a CONNECT."""
@@ -76,6 +78,7 @@ class Will:
     properties: Properties = NO_PROPERTIES
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Connect:
     """CONNECT: ``protocol_name`` is "MQTT" (levels 4, 5) or "MQIsdp" (level 3)."""
@@ -92,6 +95,7 @@ class Connect:
     properties: Properties = NO_PROPERTIES
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ConnAck:
     """CONNACK; ``reason_code`` holds the v3 return code at levels 3 and 4."""
@@ -102,6 +106,7 @@ class ConnAck:
     properties: Properties = NO_PROPERTIES
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Publish:
     """PUBLISH; ``packet_id`` is None exactly when ``qos`` is 0."""
@@ -116,6 +121,7 @@ class Publish:
     properties: Properties = NO_PROPERTIES
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PubAck:
     """PUBACK: QoS 1 acknowledgement."""
@@ -126,6 +132,7 @@ class PubAck:
     properties: Properties = NO_PROPERTIES
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PubRec:
     """PUBREC: QoS 2 delivery part 1."""
@@ -136,6 +143,7 @@ class PubRec:
     properties: Properties = NO_PROPERTIES
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PubRel:
     """PUBREL: QoS 2 delivery part 2."""
@@ -146,6 +154,7 @@ class PubRel:
     properties: Properties = NO_PROPERTIES
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PubComp:
     """PUBCOMP: QoS 2 delivery part 3."""
@@ -156,6 +165,7 @@ class PubComp:
     properties: Properties = NO_PROPERTIES
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Subscription:
     """One topic filter of a SUBSCRIBE with its options (v5 section 3.8.3.1).
@@ -170,6 +180,7 @@ class Subscription:
     retain_handling: int = 0
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Subscribe:
     """SUBSCRIBE: at least one subscription."""
@@ -180,6 +191,7 @@ class Subscribe:
     properties: Properties = NO_PROPERTIES
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class SubAck:
     """SUBACK: one reason code (v3: granted QoS or 0x80) per subscription."""
@@ -190,6 +202,7 @@ class SubAck:
     properties: Properties = NO_PROPERTIES
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Unsubscribe:
     """UNSUBSCRIBE: at least one topic filter."""
@@ -200,6 +213,7 @@ class Unsubscribe:
     properties: Properties = NO_PROPERTIES
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class UnsubAck:
     """UNSUBACK; ``reason_codes`` (one per filter) exist in MQTT 5 only."""
@@ -210,6 +224,7 @@ class UnsubAck:
     properties: Properties = NO_PROPERTIES
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PingReq:
     """PINGREQ."""
@@ -217,6 +232,7 @@ class PingReq:
     packet_type: ClassVar[PacketType] = PacketType.PINGREQ
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PingResp:
     """PINGRESP."""
@@ -224,6 +240,7 @@ class PingResp:
     packet_type: ClassVar[PacketType] = PacketType.PINGRESP
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Disconnect:
     """DISCONNECT; reason code and properties exist in MQTT 5 only."""
@@ -233,6 +250,7 @@ class Disconnect:
     properties: Properties = NO_PROPERTIES
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Auth:
     """AUTH (MQTT 5 only): enhanced authentication exchange."""

@@ -41,7 +41,8 @@ from .primitives import (
     read_u16,
     truncated,
 )
-from .properties import NO_PROPERTIES, WILL_PROPERTIES, Properties, mutable_twin
+from .frozen import mutable_twin
+from .properties import NO_PROPERTIES, WILL_PROPERTIES, Properties
 from .property_codec import decode_properties
 from .reason_codes import ConnectReturnCode, ReasonCode
 from .topics import SHARED_PREFIX, validate_topic_filter, validate_topic_name

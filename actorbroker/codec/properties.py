@@ -15,7 +15,7 @@ import dataclasses
 from dataclasses import dataclass
 from enum import Enum, IntEnum
 from operator import attrgetter
-from typing import Any, Final
+from typing import Final
 
 __all__ = [
     "NO_PROPERTIES",
@@ -25,7 +25,6 @@ __all__ = [
     "PropertySpec",
     "PropertyType",
     "SPECS",
-    "mutable_twin",
 ]
 
 WILL_PROPERTIES: Final = 0
@@ -183,24 +182,4 @@ SPECS: Final[tuple[PropertySpec, ...]] = tuple(
 )
 assert [s.name for s in SPECS] == [f.name for f in dataclasses.fields(Properties)]
 _GET_ALL = attrgetter(*(s.name for s in SPECS))
-
-
-def mutable_twin(cls: type[Any]) -> Any:
-    """A mutable dataclass with the same slot layout as the frozen ``cls``.
-
-    Building a frozen slotted dataclass through its ``__init__`` costs one
-    ``object.__setattr__`` per field. The hot paths build the twin (plain
-    slot stores, defaults included) and retype it with
-    ``obj.__class__ = cls``: the result is an ordinary, immutable ``cls``
-    instance, built several times faster.
-    """
-    twin = dataclasses.make_dataclass(
-        f"_{cls.__name__}Builder",
-        [(f.name, f.type, dataclasses.field(default=f.default))
-         if f.default is not dataclasses.MISSING else (f.name, f.type)
-         for f in dataclasses.fields(cls)],
-        slots=True,
-    )
-    assert twin.__slots__ == cls.__slots__  # type: ignore[attr-defined]
-    return twin
 

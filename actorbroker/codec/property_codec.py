@@ -27,6 +27,7 @@ from .primitives import (
     write_u16,
     write_u32,
 )
+from .frozen import mutable_twin
 from .properties import (
     CONTEXT_NAMES,
     NO_PROPERTIES,
@@ -34,7 +35,6 @@ from .properties import (
     Properties,
     PropertySpec,
     PropertyType,
-    mutable_twin,
 )
 
 __all__ = ["decode_properties", "encode_properties"]

@@ -39,6 +39,7 @@ from enum import Enum
 from typing import Final
 
 from actorbroker.codec import Auth, Packet, PubAck, PubRec, ReasonCode, Subscription
+from actorbroker.codec.frozen import quick_init
 
 from .message import AppMessage, Delivery5
 
@@ -85,6 +86,7 @@ class DropReason(Enum):
     TOO_LARGE = "too_large"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Send:
     """Write ``packets`` to the attached connection, in order, in one write if possible."""
@@ -92,6 +94,7 @@ class Send:
     packets: tuple[Packet, ...]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Route:
     """Publish ``message`` into the broker (to the topic's subscribers, retained store).
@@ -106,6 +109,7 @@ class Route:
     ack: PubAck | PubRec | None = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PublishWill:
     """Publish the Will Message of the connection that ended without DISCONNECT."""
@@ -113,6 +117,7 @@ class PublishWill:
     message: AppMessage
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class RequestSubscribe:
     """Add ``subscriptions`` (QoS already capped to what is granted) for this client.
@@ -127,6 +132,7 @@ class RequestSubscribe:
     subscription_id: int | None = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class RequestUnsubscribe:
     """Remove these filters of this client from the registry.
@@ -140,6 +146,7 @@ class RequestUnsubscribe:
     topic_filters: tuple[str, ...]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class StartTimer:
     """Arm (or re-arm) the timer ``name`` to fire ``delay`` seconds from now."""
@@ -148,6 +155,7 @@ class StartTimer:
     delay: float
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class CancelTimer:
     """Disarm the timer ``name``."""
@@ -155,6 +163,7 @@ class CancelTimer:
     name: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Close:
     """Close the network connection.
@@ -167,6 +176,7 @@ class Close:
     reason: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Dropped:
     """A delivery of ``message`` at ``qos`` was discarded for ``reason``."""
@@ -176,6 +186,7 @@ class Dropped:
     reason: DropReason
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class SetKeepAlive:
     """Hold the connection to ``seconds`` of Keep Alive (the Server Keep Alive told in CONNACK)."""
@@ -183,6 +194,7 @@ class SetKeepAlive:
     seconds: int
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class HandBackShared:
     """Give these deliveries of shared subscriptions to another member of their group.
@@ -194,6 +206,7 @@ class HandBackShared:
     deliveries: tuple[Delivery5, ...]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Reauthenticate:
     """An AUTH from the connected client (re-authentication, section 4.12.1)."""
@@ -201,6 +214,7 @@ class Reauthenticate:
     packet: Auth
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class EndSession:
     """The session ended: forget its durable state; the actor may stop."""

@@ -23,7 +23,7 @@ from operator import attrgetter
 from typing import Any
 
 from actorbroker.codec import NO_PROPERTIES, Properties, Publish, Will
-from actorbroker.codec.properties import mutable_twin
+from actorbroker.codec.frozen import mutable_twin, quick_init
 
 __all__ = ["AppMessage", "Delivery", "Delivery5", "with_properties"]
 
@@ -42,6 +42,7 @@ def with_properties(properties: Properties, **changes: Any) -> Properties:
     return built  # type: ignore[no-any-return]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class AppMessage:
     """One application message, as accepted from its publisher.
@@ -150,6 +151,7 @@ class AppMessage:
 _AppMessageBuilder: Any = mutable_twin(AppMessage)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Delivery:
     """One message on its way to one subscriber: QoS after downgrade, RETAIN to send."""
@@ -167,6 +169,7 @@ class Delivery:
         )
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Delivery5(Delivery):
     """A delivery that carries MQTT 5 extras; plain :class:`Delivery` stays the MQTT 3 fast path.

@@ -26,12 +26,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from actorbroker.codec.frozen import quick_init
 from actorbroker.persistence import CommitLog
 from actorbroker.persistence.syncjob import SyncJob
 
 __all__ = ["SyncDone", "SyncDue", "SyncPipeline"]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class SyncDone:
     """The sync thread ran ``job`` (``job.error`` tells how)."""
@@ -39,6 +41,7 @@ class SyncDone:
     job: SyncJob
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class SyncDue:
     """A linger is over: start the next sync."""

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, KeysView
 from dataclasses import dataclass
 
 from actorbroker.codec import Packet, PubAck, PubComp, PubRec, PubRel, Publish, ReasonCode
+from actorbroker.codec.frozen import quick_init
 
 from . import qos_outbound as table
 from .message import Delivery
@@ -33,6 +34,7 @@ class _Entry:
     state: OutboundState
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class AckResult:
     """What an acknowledgement did: packets to answer with, and the delivery it completed."""

@@ -26,10 +26,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from actorbroker.codec import Subscription
+from actorbroker.codec.frozen import quick_init
 
 __all__ = ["Match", "Selected", "SubOptions", "select"]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class SubOptions:
     """The options of one subscription that matter when forwarding."""
@@ -50,6 +52,7 @@ class SubOptions:
 Match = tuple[int, "SubOptions | None"]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Selected:
     """What the copy for one client carries."""

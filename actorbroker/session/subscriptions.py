@@ -39,6 +39,7 @@ from actorbroker.codec import (
     UnsubAck,
     Unsubscribe,
 )
+from actorbroker.codec.frozen import quick_init
 from actorbroker.routing import TopicError, validate_subscription_filter
 
 from .effects import RequestSubscribe, RequestUnsubscribe
@@ -59,6 +60,7 @@ class _Pending:
     subscription_id: int | None = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class SubscribeConfirmed:
     """The registry answered a SUBSCRIBE: the SUBACK, what was granted, whether to send it."""

@@ -36,6 +36,7 @@ __all__ = [
     "CHART_TITLE",
     "CONNACK_SENT",
     "INITIAL",
+    "STAY_CONNECTED",
     "TRANSITIONS",
     "ConnectionState",
     "next_state",
@@ -82,10 +83,11 @@ _SERVER_ONLY = frozenset(
 )
 
 
-#: The packets after which a connected client stays connected, read off TRANSITIONS: every
-#: packet of a session is checked, and this set lookup skips the enum ``name`` and the
-#: tuple key (hashing a plain Enum runs Python code).
-_STAY_CONNECTED = frozenset(
+#: The packet types after which a connected client stays connected: the table's
+#: self-loops on CONNECTED, as a set for the per-packet checks (the transport gate's
+#: per-read fast path, and next_state's, which so skips the enum ``name`` and the
+#: tuple key; hashing a plain Enum runs Python code).
+STAY_CONNECTED = frozenset(
     p for p in PacketType if TRANSITIONS.get((_S.CONNECTED, p.name)) is _S.CONNECTED
 )
 _CONNECTED = _S.CONNECTED  # a module global: reading an Enum member off its class costs 80 ns
@@ -93,7 +95,7 @@ _CONNECTED = _S.CONNECTED  # a module global: reading an Enum member off its cla
 
 def next_state(state: ConnectionState, event: PacketType | str) -> ConnectionState:
     """The state after ``event``; raise :class:`ProtocolError` if it is illegal there."""
-    if state is _CONNECTED and event in _STAY_CONNECTED:
+    if state is _CONNECTED and event in STAY_CONNECTED:
         return state
     name = event.name if isinstance(event, PacketType) else event
     target = TRANSITIONS.get((state, name))

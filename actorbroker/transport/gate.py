@@ -34,17 +34,15 @@ from actorbroker.codec import (
     ReasonCode,
 )
 from actorbroker.codec.reason_codes import CONNACK_CODES, DISCONNECT_CODES
-from actorbroker.codec.states import CONNACK_SENT, INITIAL, TRANSITIONS, ConnectionState, next_state
+from actorbroker.codec.states import (CONNACK_SENT, INITIAL, STAY_CONNECTED, ConnectionState,
+                                      next_state)
 
 __all__ = ["InboundGate", "Routed", "sniff_level"]
 
 _S = ConnectionState
-#: Packet classes a connected client may send without changing state: the
-#: table's self-loops on CONNECTED, as a set for the per-read fast path.
-_CONNECTED_OK = frozenset(
-    cls for cls in get_args(Packet)
-    if TRANSITIONS.get((_S.CONNECTED, cls.packet_type.name)) is _S.CONNECTED
-)
+#: Packet classes a connected client may send without changing state (by class: a
+#: read's packets are checked by ``type`` alone on the per-read fast path).
+_CONNECTED_OK = frozenset(cls for cls in get_args(Packet) if cls.packet_type in STAY_CONNECTED)
 
 
 @dataclass(slots=True)

@@ -31,19 +31,12 @@ class Child(Base):
     e: int = field(default=5, init=False, compare=False)
 
 
-def _sentinel_call(cls: type[Any], init: Any) -> Any:
-    """An instance built by ``init`` with a distinct object for each parameter."""
-    args: list[Any] = []
-    kwargs: dict[str, Any] = {}
-    for param in list(inspect.signature(init).parameters.values())[1:]:
-        value = object()
-        if param.kind is param.KEYWORD_ONLY:
-            kwargs[param.name] = value
-        else:
-            args.append(value)
-    obj = object.__new__(cls)
-    init(obj, *args, **kwargs)
-    return obj
+def _sentinels(init: Any) -> tuple[list[Any], dict[str, Any]]:
+    """Arguments for ``init``: a distinct object for each parameter."""
+    params = list(inspect.signature(init).parameters.values())[1:]
+    args = [object() for p in params if p.kind is not p.KEYWORD_ONLY]
+    kwargs = {p.name: object() for p in params if p.kind is p.KEYWORD_ONLY}
+    return args, kwargs
 
 
 def _slots(obj: Any) -> list[Any]:
@@ -59,16 +52,13 @@ def test_the_hot_modules_use_it() -> None:
 def test_same_signature_and_same_fields_as_the_dataclass_init(cls: type[Any]) -> None:
     original = QUICK[cls]
     assert inspect.signature(cls.__init__) == inspect.signature(original)
-    # The same distinct objects through both.
-    params = list(inspect.signature(original).parameters.values())[1:]
-    values = {p.name: object() for p in params}
-    args = [values[p.name] for p in params if p.kind is not p.KEYWORD_ONLY]
-    kwargs = {p.name: values[p.name] for p in params if p.kind is p.KEYWORD_ONLY}
+    args, kwargs = _sentinels(original)  # the same distinct objects through both
     theirs = object.__new__(cls)
     original(theirs, *args, **kwargs)
     ours = cls(*args, **kwargs)
     assert _slots(ours) == _slots(theirs)
     # Defaults, where every parameter has one, come out the same too.
+    params = list(inspect.signature(original).parameters.values())[1:]
     if all(p.default is not p.empty for p in params):
         plain = object.__new__(cls)
         original(plain)
@@ -78,7 +68,8 @@ def test_same_signature_and_same_fields_as_the_dataclass_init(cls: type[Any]) ->
 @pytest.mark.parametrize("cls", [c for c in CLASSES if dataclasses.fields(c)],
                          ids=lambda c: c.__qualname__)
 def test_instances_stay_immutable(cls: type[Any]) -> None:
-    obj = _sentinel_call(cls, cls.__init__)
+    args, kwargs = _sentinels(cls.__init__)
+    obj = cls(*args, **kwargs)
     for each in dataclasses.fields(obj):
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(obj, each.name, 1)

@@ -36,7 +36,7 @@ from actorbroker.errors import CorruptRecordError
 from .records import RECORD_TYPES, UnknownRecord, decode_record
 from .segment import FRAME, MAX_PAYLOAD, MIN_PAYLOAD, FrameScan, ReadAt, ScanEnd, Stop
 
-__all__ = ["Damage", "FrameMap", "Run", "find_anchor", "is_anchor", "map_frames"]
+__all__ = ["Damage", "FrameMap", "Run", "find_anchor", "is_anchor", "map_frames", "resume_after"]
 
 _CHUNK = 1 << 20
 #: Bytes a candidate needs to be told by the pattern: length, CRC, type, version.
@@ -146,7 +146,7 @@ def map_frames(read_at: ReadAt, start: int, limit: int) -> FrameMap:
             runs.append(Run(position, end.position, frames))
         if end.clean:
             break
-        resume, known = _resume(read_at, end, limit)
+        resume, known = resume_after(read_at, end, limit)
         damage.append(Damage(end.position, limit if resume is None else resume, end.stop, known))
         if resume is None:
             break
@@ -154,16 +154,32 @@ def map_frames(read_at: ReadAt, start: int, limit: int) -> FrameMap:
     return FrameMap(tuple(runs), tuple(damage))
 
 
-def _resume(read_at: ReadAt, end: ScanEnd, limit: int) -> tuple[int | None, int | None]:
+def resume_after(read_at: ReadAt, end: ScanEnd, limit: int) -> tuple[int | None, int | None]:
     """Where to go on after the bad frame ``end`` describes, and how many frames that skips.
 
-    A bad CRC with a length that ends inside the data most often means
-    damage in the payload: the frame its length points at is tried first,
-    and if it validates (or the frame ends the data exactly) one frame was lost.
+    A bad CRC whose length leads to a valid frame (or to the end of the data)
+    most often means damage in the payload: exactly one frame is lost, and
+    its payload is not searched, except for frames that tile it up to where
+    its length leads: then the length field was the damaged part, and those
+    frames are real ones it hid.
     """
-    if end.stop is Stop.BAD_CRC:
-        if end.frame_end == limit:
-            return None, 1
-        if end.frame_end < limit and is_anchor(read_at, end.frame_end, limit):
-            return end.frame_end, 1
-    return find_anchor(read_at, end.position + 1, limit), None
+    after = end.position + 1
+    if end.stop is Stop.BAD_CRC and end.frame_end <= limit and (
+            end.frame_end == limit or is_anchor(read_at, end.frame_end, limit)):
+        hidden = _tiling_anchor(read_at, after, end.frame_end)
+        if hidden is not None:
+            return hidden, None
+        return (end.frame_end if end.frame_end < limit else None), 1
+    return find_anchor(read_at, after, limit), None
+
+
+def _tiling_anchor(read_at: ReadAt, start: int, stop: int) -> int | None:
+    """The first anchor in ``[start, stop)`` from which valid frames end exactly at ``stop``."""
+    while (found := find_anchor(read_at, start, stop)) is not None:
+        scan = FrameScan(read_at, found, stop)
+        for _ in scan:
+            pass
+        if scan.end is not None and scan.end.clean:
+            return found
+        start = found + 1
+    return None

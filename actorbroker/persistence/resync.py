@@ -36,7 +36,8 @@ from actorbroker.errors import CorruptRecordError
 from .records import RECORD_TYPES, UnknownRecord, decode_record
 from .segment import FRAME, MAX_PAYLOAD, MIN_PAYLOAD, FrameScan, ReadAt, ScanEnd, Stop
 
-__all__ = ["Damage", "FrameMap", "Run", "find_anchor", "is_anchor", "map_frames", "resume_after"]
+__all__ = ["Damage", "FrameMap", "Run", "find_anchor", "is_anchor", "map_frames", "next_frame",
+           "resume_after"]
 
 _CHUNK = 1 << 20
 #: Bytes a candidate needs to be told by the pattern: length, CRC, type, version.
@@ -152,6 +153,18 @@ def map_frames(read_at: ReadAt, start: int, limit: int) -> FrameMap:
             break
         position = resume
     return FrameMap(tuple(runs), tuple(damage))
+
+
+def next_frame(read_at: ReadAt, position: int, limit: int) -> tuple[int | None, int | None]:
+    """Where reading goes on when the frame at ``position`` is damaged: the next frame
+    (None: none before ``limit``), and how many frames that skips (None: not known)."""
+    scan = FrameScan(read_at, position, limit)
+    for _ in scan:
+        return position, 0  # not damaged after all
+    assert scan.end is not None
+    if scan.end.clean:
+        return None, 0
+    return resume_after(read_at, scan.end, limit)
 
 
 def resume_after(read_at: ReadAt, end: ScanEnd, limit: int) -> tuple[int | None, int | None]:

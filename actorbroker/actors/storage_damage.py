@@ -7,11 +7,12 @@ gaps between segments (docs/storage.md, "Recovery"). What is left here is
 to fold the most that the surviving records allow:
 
 * :func:`choose_checkpoint`: the latest complete checkpoint whose records are
-  all there; when every complete checkpoint lost a part, the latest one
-  still counts for what survives of it (a session whose restated records
-  survive comes back, one whose records were all in the damaged part does
-  not), rather than falling back to the whole log, where restated records
-  do not count and every session that did nothing since would be lost;
+  all there; when every complete checkpoint lost a part, the whole log if
+  all of it is there up to the latest one, else what survives of the
+  latest one (a session whose restated records survive comes back, one
+  whose records were all in the damaged part does not): in a fold of the
+  whole log restated records do not count, so every session that did
+  nothing since its records were lost would be lost too;
 * :func:`forget_lost`: queued messages whose ``Publish`` record is gone are
   taken out of their queues and counted, so the log says how many messages
   each session lost (the session would otherwise find out one by one, at
@@ -67,6 +68,12 @@ def choose_checkpoint(current: CommitLog, found: Iterable[LogEntry]) -> tuple[in
     if not checkpoints:
         return None
     number, started, completed = checkpoints[-1]
+    if holds(current, 0, started):
+        # All the history before it is there: folding it all loses only what was damaged
+        # (restated records do not count in it), where the damaged checkpoint would also
+        # lose the state its damaged records restated.
+        log.error("commit log: checkpoint %d lost records; folding the whole log", number)
+        return None
     resume = next(max(started, s.base) for s in current.segments() if s.end > started)
     log.error("commit log: every checkpoint lost records; folding what survives of checkpoint "
               "%d (offsets %d..%d of it, from %d): sessions whose restated records were "

@@ -27,6 +27,7 @@ from actorbroker.persistence.records import (
     RetainedSet,
     SessionConnected,
     SessionDisconnected,
+    SessionQueued,
     Subscribed,
 )
 from actorbroker.persistence.segment import HEADER
@@ -152,3 +153,24 @@ def test_a_session_whose_records_were_all_damaged_is_lost(data: Path) -> None:
     assert set(state.sessions) == {"b"}
     queue = state.sessions["b"].queue
     assert queue is not None and len(queue) == 5
+
+
+def test_a_damaged_only_checkpoint_over_an_intact_history_folds_the_whole_log(
+    data: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    w = Writer(data)
+    w.add(*session("a"), *session("b"))
+    for n in range(10):
+        w.add(message(n))
+    _, restated = w.checkpoint(1)
+    queued = [o for o, r in restated if isinstance(r, SessionQueued)]
+    for n in range(10, 20):
+        w.add(message(n))
+    w.log.close()
+    zero(data, queued[3], queued[3] + 30)  # one restated queue entry
+    with caplog.at_level(logging.INFO):
+        state = start(data)
+    assert "checkpoint 1 lost records; folding the whole log" in caplog.text
+    for cid in "ab":  # the queues derive from the Publish records, which are all there
+        queue = state.sessions[cid].queue
+        assert queue is not None and len(queue) == 20

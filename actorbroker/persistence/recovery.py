@@ -197,7 +197,7 @@ def _settle(directory: Path, path: Path, fd: int, base: int, frames: FrameMap, l
             os.ftruncate(fd, HEADER.size + torn.start)
             os.fsync(fd)
             events.append(_torn(base, torn, frames, synced, limit))
-        return _Found([RecoveredSegment(base, end)] if end else [], events, base + end)
+        return _Found([RecoveredSegment(base, end)], events, base + end)  # the file stays
     why = "; ".join([*([problem] if problem else []), *(_describe(base, d, synced) for d in corrupt)])
     first = base if problem is not None else base + corrupt[0].start
     quarantined, moved = _quarantine(directory, path, fd, base, first, list(keep), why, limit)

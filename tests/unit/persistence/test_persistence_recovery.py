@@ -351,3 +351,19 @@ def test_the_committed_file_is_rewritten_after_recovery(unsynced_tail: tuple[Pat
         assert [number_of(e.record) for e in log.read()] == list(range(11))
         found = read_committed(crashed)
         assert found is not None and found.synced == found.written == log.next_offset
+
+
+def test_a_segment_with_a_header_and_no_frame_stays_live(log_dir: Path, tmp_path: Path) -> None:
+    """A crash right after a segment was created: the file stays, the next append goes in it."""
+    with CommitLog(log_dir, segment_bytes=SEGMENT) as log:
+        log.append([numbered(0)])
+        log.flush()
+        crashed = image(log_dir, tmp_path / "image")
+    (segment,) = segment_files(crashed)
+    os.truncate(segment, HEADER.size)
+    (crashed / COMMITTED_NAME).unlink()
+    with CommitLog(crashed, segment_bytes=SEGMENT) as log:
+        assert log.recovery is not None and log.recovery.clean
+        assert log.append([numbered(1)]) == [0]
+        log.sync()
+    assert numbers(crashed) == [1]

@@ -12,7 +12,8 @@ only when everything a frame promises holds there:
 * a body that decodes;
 * the CRC over length and payload.
 
-Random bytes pass all four about once in 2**50 positions. What can pass is a
+Random bytes pass the first two and the CRC about once in 2**47 positions,
+before the length has to fit and the body to decode. What can pass is a
 real frame stored *inside* the payload of another record (a segment file
 published as an MQTT payload): found only when that record's own header is
 the damaged part, since a search stops at the first anchor and an intact

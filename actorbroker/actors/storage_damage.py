@@ -13,10 +13,11 @@ to fold the most that the surviving records allow:
   whose records were all in the damaged part does not): in a fold of the
   whole log restated records do not count, so every session that did
   nothing since its records were lost would be lost too;
-* :func:`forget_lost`: queued messages whose ``Publish`` record is gone are
-  taken out of their queues and counted, so the log says how many messages
-  each session lost (the session would otherwise find out one by one, at
-  delivery).
+* :func:`forget_lost`: queued and in-flight messages whose ``Publish``
+  record is gone are taken out of their sessions and counted, so the log
+  says how many messages each session lost (the session would otherwise
+  find out one by one, at delivery, and resend a lost flight as an empty
+  PUBLISH).
 """
 
 from __future__ import annotations
@@ -82,7 +83,8 @@ def choose_checkpoint(current: CommitLog, found: Iterable[LogEntry]) -> tuple[in
 
 
 def forget_lost(current: CommitLog, state: DurableState) -> int:
-    """Take queued messages whose records the log lost out of their queues; log and count them."""
+    """Take messages whose records the log lost out of their sessions' queues and flights
+    (a flight in the PUBREL stage stays: it needs no message); log and count them."""
     segments = current.segments()
     bases = [s.base for s in segments]
 
@@ -92,13 +94,20 @@ def forget_lost(current: CommitLog, state: DurableState) -> int:
 
     total = 0
     for image in state.sessions.values():
-        if not image.queue:
-            continue
-        gone = [entry.offset for entry in image.queue if lost(entry.offset)]
-        for offset in gone:
-            image.queue.remove(offset)
+        gone: list[int] = []
+        if image.queue is not None:
+            gone = [entry.offset for entry in image.queue if lost(entry.offset)]
+            for offset in gone:
+                image.queue.remove(offset)
+        # Resent, a flight whose message is gone would be a PUBLISH with nothing in it.
+        for packet_id, flight in list((image.inflight or {}).items()):
+            if not flight.released and lost(flight.offset):
+                del image.flights()[packet_id]
+                gone.append(flight.offset)
+        gone.sort()
         if gone:
             total += len(gone)
-            log.error("commit log: session %r lost %d queued message(s) with their damaged "
-                      "records (offsets %d..%d)", image.client_id, len(gone), gone[0], gone[-1])
+            log.error("commit log: session %r lost %d message(s), queued or in flight, with "
+                      "their damaged records (offsets %d..%d)", image.client_id, len(gone),
+                      gone[0], gone[-1])
     return total

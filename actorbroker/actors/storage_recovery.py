@@ -166,7 +166,7 @@ def recover(settings: StorageSettings) -> tuple[CommitLog, DurableState, Houseke
              "%d durable sessions, %d queued messages, %d retained%s", settings.data_dir / "log",
              settings.mode, count, start, how, time.monotonic() - started, len(state.sessions),
              state.queued_messages(), len(state.retained),
-             f"; {lost} queued messages lost with damaged records" if lost else "")
+             f"; {lost} messages lost with damaged records" if lost else "")
     return current, state, house
 
 

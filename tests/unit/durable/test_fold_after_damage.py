@@ -22,7 +22,9 @@ from actorbroker.durable import NEVER, DurableState, restate
 from actorbroker.persistence import CommitLog
 from actorbroker.persistence.records import (
     CheckpointCompleted,
+    OutboundSent,
     Publish,
+    PubRecReceived,
     Record,
     RetainedSet,
     SessionConnected,
@@ -116,7 +118,7 @@ def test_what_survives_of_a_checkpoint_whose_start_was_lost_still_counts(
     queue = state.sessions["b"].queue
     assert queue is not None and len(queue) == 10  # q/10..19; q/0..9 were damaged
     assert "what survives of checkpoint 1" in caplog.text
-    assert "session 'b' lost 10 queued message(s)" in caplog.text
+    assert "session 'b' lost 10 message(s), queued or in flight" in caplog.text
 
 
 def test_an_intact_older_checkpoint_is_preferred_to_a_damaged_newer_one(data: Path) -> None:
@@ -174,3 +176,25 @@ def test_a_damaged_only_checkpoint_over_an_intact_history_folds_the_whole_log(
     for cid in "ab":  # the queues derive from the Publish records, which are all there
         queue = state.sessions[cid].queue
         assert queue is not None and len(queue) == 20
+
+
+def test_flights_whose_message_was_lost_are_given_up(
+    data: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    w = Writer(data)
+    w.add(*session("a")[:2])  # connected, subscribed
+    sent = w.add(message(0))
+    released = w.add(message(1))
+    after = w.add(OutboundSent("a", 1, sent, qos=1, timestamp_us=TS),
+                  OutboundSent("a", 2, released, qos=2, timestamp_us=TS),
+                  PubRecReceived("a", 2, timestamp_us=TS), session("a")[2])
+    for n in range(2, 5):
+        w.add(message(n))
+    w.log.close()
+    zero(data, sent, after)  # the two messages in flight
+    with caplog.at_level(logging.INFO):
+        state = start(data)
+    image = state.sessions["a"]
+    assert image.inflight is not None and list(image.inflight) == [2]  # PUBREL stage: kept
+    assert image.queue is not None and len(image.queue) == 3
+    assert "session 'a' lost 1 message(s), queued or in flight" in caplog.text

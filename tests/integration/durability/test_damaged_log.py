@@ -93,25 +93,30 @@ def segments(data: Path) -> list[Path]:
     return sorted((data / "log").glob("*.log"))
 
 
-@pytest.mark.parametrize("where", [0.25, 0.5, 0.9])
+@pytest.mark.parametrize(("where", "straddle"), [(0.25, False), (0.5, True), (0.9, False)])
 def test_sixteen_flipped_bytes_cost_the_messages_they_hit(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture, where: float,
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, where: float, straddle: bool,
 ) -> None:
     data = tmp_path / "data"
     written = fill(data, 10_000)
     files = segments(data)
     assert len(files) >= 4
     victim = files[len(files) // 2]
-    size = victim.stat().st_size
-    position = int(HEADER.size + (size - HEADER.size) * where)
+    base, size = int(victim.stem), victim.stat().st_size - HEADER.size
+    # The first message at or after ``where`` of the segment that the next one follows
+    # directly (checkpoints land where the group commits put them): 16 bytes in the middle
+    # of its record, or across the end of its record and the start of the next.
+    n = min(n for n, (o, e) in written.items()
+            if o >= base + size * where and written.get(n + 1, (-1, -1))[0] == e)
+    offset, end = written[n]
+    start = end - 8 if straddle else (offset + end) // 2
     with victim.open("r+b") as f:
-        f.seek(position)
+        f.seek(HEADER.size + start - base)
         old = f.read(16)
-        f.seek(position)
+        f.seek(HEADER.size + start - base)
         f.write(bytes(b ^ 0xFF for b in old))
-    start = int(victim.stem) + position - HEADER.size
     hit = {n for n, (o, e) in written.items() if o < start + 16 and e > start}
-    assert 1 <= len(hit) <= 2
+    assert len(hit) == (2 if straddle else 1)
     with caplog.at_level(logging.INFO):
         got, _ = take_queue(data, len(written) - len(hit))
     assert got == sorted(set(written) - hit)

@@ -9,12 +9,16 @@ from the best starting point:
 
 1. a signed dill snapshot (``data_dir/snapshot.dill``), if it verifies, is
    of this version, and the log still holds every record after its offset;
-2. else the latest complete checkpoint (``data_dir/checkpoint`` names its
-   offset; without that file the log is scanned for it);
+2. else the latest complete checkpoint that lost no record
+   (``data_dir/checkpoint`` names its offset; without that file, or when
+   the log lost records after it began, the log is scanned for one), or
+   what survives of the latest one if they all lost some
+   (:mod:`.storage_damage`);
 3. else the whole log.
 
-A record that cannot be read is skipped with the rest of its segment and
-logged; the broker starts with everything else. The storage actor then
+The log's recovery keeps every intact record and turns damaged ranges into
+gaps; queued messages whose records fell in one are taken out of their
+queues and counted in the start-up line. The storage actor then
 appends :func:`restart_records`: the end of the connections the crash cut,
 and what shared groups still owe handed to their durable members.
 
@@ -56,6 +60,8 @@ from actorbroker.persistence.records import (
     SharedRouted,
 )
 from actorbroker.session.backoff import BackoffPolicy
+
+from .storage_damage import choose_checkpoint, forget_lost, holds
 
 __all__ = ["STATE_VERSION", "Housekeeper", "StorageSettings", "entries", "internal_backoff",
            "recover"]
@@ -152,13 +158,15 @@ def recover(settings: StorageSettings) -> tuple[CommitLog, DurableState, Houseke
                   start)
         state, start, how = DurableState(settings.fold), current.first_offset, "the whole log"
         count = state.apply_all(entries(current, start))
+    lost = forget_lost(current, state)
     state.position = current.next_offset
     house.started(current, state)
     _trim()  # give back what unpickling or folding used only for a while
     log.info("commit log %s (%s): %d records folded from offset %d (%s) in %.2f s: "
-             "%d durable sessions, %d queued messages, %d retained", settings.data_dir / "log",
+             "%d durable sessions, %d queued messages, %d retained%s", settings.data_dir / "log",
              settings.mode, count, start, how, time.monotonic() - started, len(state.sessions),
-             state.queued_messages(), len(state.retained))
+             state.queued_messages(), len(state.retained),
+             f"; {lost} messages lost with damaged records" if lost else "")
     return current, state, house
 
 
@@ -220,10 +228,17 @@ class Housekeeper:
                     state.policy = settings.fold
                     return state, offset, "snapshot"
                 log.warning("snapshot ignored: %s; replaying the log instead", problem)
-        start = self._checkpoint_start(current)
-        if start is not None:
-            return DurableState(settings.fold), start, "checkpoint"
-        return DurableState(settings.fold), current.first_offset, "the whole log"
+        chosen = self._checkpoint_start(current)
+        if chosen is None:
+            return DurableState(settings.fold), current.first_offset, "the whole log"
+        start, damaged = chosen
+        state = DurableState(settings.fold)
+        if damaged is None:
+            return state, start, "checkpoint"
+        # Its CheckpointStarted was lost: tell the fold the checkpoint starts here, so that
+        # the restated records that survive count (the record is not written anywhere).
+        state.apply(start, CheckpointStarted(damaged, timestamp_us=0))
+        return state, start, f"what survives of checkpoint {damaged}"
 
     def _snapshot_problem(self, current: CommitLog, state: Any, offset: int) -> str | None:
         if not isinstance(state, DurableState):
@@ -238,23 +253,26 @@ class Housekeeper:
             return f"the log lost records it was folded from ({damage[0]})"
         return None
 
-    def _checkpoint_start(self, current: CommitLog) -> int | None:
+    def _checkpoint_start(self, current: CommitLog) -> tuple[int, int | None] | None:
+        """Where to fold from (storage_damage.choose_checkpoint); the checkpoint file saves
+        the scan when nothing after the checkpoint's start was lost."""
         path = self.settings.data_dir / _CHECKPOINT_FILE
         try:
             saved = json.loads(path.read_text())
-            record = current.read_at(int(saved["started_at"]))
-            if isinstance(record, CheckpointStarted) and record.checkpoint_id == saved["id"]:
-                return int(saved["started_at"])
-            log.warning("%s names no checkpoint of this log; scanning the log", path)
+            start = int(saved["started_at"])
+            record = current.read_at(start)
+            if not (isinstance(record, CheckpointStarted) and record.checkpoint_id == saved["id"]):
+                log.warning("%s names no checkpoint of this log; scanning the log", path)
+            elif holds(current, start, current.next_offset):
+                return start, None
+            else:
+                log.warning("the log lost records after checkpoint %d began; scanning the log",
+                            record.checkpoint_id)
         except FileNotFoundError:
             pass
         except (OSError, ValueError, KeyError, TypeError, StorageError) as exc:
             log.warning("%s unusable (%s); scanning the log for a checkpoint", path, exc)
-        found = None
-        for entry in entries(current, current.first_offset):
-            if isinstance(entry.record, CheckpointCompleted):
-                found = entry.record.started_at
-        return found
+        return choose_checkpoint(current, entries(current, current.first_offset))
 
     def started(self, current: CommitLog, state: DurableState) -> None:
         self._last_end = state.checkpoint[1] if state.checkpoint else current.first_offset

@@ -16,9 +16,9 @@ CRC-valid frame: never a torn one, but after a machine crash the broker may
 truncate a tail it had not synced and reuse those offsets.
 
 Segments deleted by retention while reading are skipped; records of unknown
-types (a newer broker) are skipped by default; damaged frames below the
-committed offset are skipped with the rest of their segment and listed in
-:attr:`LogReader.problems`.
+types (a newer broker) are skipped by default; a damaged range below the
+committed offset is skipped up to the next frame that validates
+(:mod:`.resync`) and listed in :attr:`LogReader.problems`.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from actorbroker.errors import CorruptRecordError
 
 from .committed import read_committed
 from .records import Record, UnknownRecord, decode_record
+from .resync import find_anchor, resume_after
 from .segment import FRAME, HEADER, FrameScan, check_header, file_reader, parse_segment_name
 
 __all__ = ["LogEntry", "LogReader", "SegmentRef", "entries"]
@@ -142,40 +143,52 @@ class LogReader:
         except FileNotFoundError:
             return  # deleted by retention
         try:
-            problem = check_header(os.pread(fd, HEADER.size, 0), base)
-            if problem is not None:
-                if not (last and os.fstat(fd).st_size < HEADER.size):  # not just being created
-                    self._problem(f"{path.name}: {problem}")
-                return
             limit = os.fstat(fd).st_size - HEADER.size
             if stop is not None:
                 limit = min(limit, stop - base)
             first = 0 if start is None else max(0, start - base)
             if first >= limit:
+                if limit < 0 and not last:  # only the last one may be just being created
+                    self._problem(f"{path.name}: shorter than its header")
                 return  # nothing of this segment is wanted (or left)
-            scan = FrameScan(file_reader(fd), first, limit)
-            for position, payload in scan:
-                offset = base + position
-                try:
-                    record = decode_record(payload)
-                except CorruptRecordError as exc:
-                    self._problem(f"{path.name}: record at offset {offset} skipped: {exc}")
-                    continue
-                if not (isinstance(record, UnknownRecord) and self.skip_unknown):
-                    yield LogEntry(offset, offset + FRAME.size + len(payload), record)
-            self._check_end(path.name, base, scan, stop, last)
+            read_at = file_reader(fd)
+            problem = check_header(os.pread(fd, HEADER.size, 0), base)
+            if problem is not None:  # the frames may be intact: look for the first one
+                anchor = find_anchor(read_at, first, limit)
+                skipped = f"{base + first}..{base + (limit if anchor is None else anchor)}"
+                self._problem(f"{path.name}: {problem}; offsets {skipped} skipped")
+                if anchor is None:
+                    return
+                first = anchor
+            while True:
+                scan = FrameScan(read_at, first, limit)
+                yield from self._entries(path.name, base, scan)
+                end = scan.end
+                assert end is not None
+                if end.clean or (stop is None and last):
+                    return  # the end of the data, or a frame still being written
+                if stop is not None and base + end.position >= stop:
+                    return
+                resume, _ = resume_after(read_at, end, limit)  # damage: go on at the next frame
+                skipped = f"{base + end.position}..{base + (limit if resume is None else resume)}"
+                self._problem(f"{path.name}: {end.stop.value} frame at offset "
+                              f"{base + end.position}; offsets {skipped} skipped")
+                if resume is None:
+                    return
+                first = resume
         finally:
             os.close(fd)
 
-    def _check_end(self, name: str, base: int, scan: FrameScan, stop: int | None, last: bool) -> None:
-        end = scan.end
-        assert end is not None
-        if end.clean or (stop is None and last):
-            return  # the end of the data, or a frame still being written
-        if stop is not None and base + end.position >= stop:
-            return
-        self._problem(f"{name}: {end.stop.value} frame at offset {base + end.position}; "
-                      "the rest of the segment is skipped")
+    def _entries(self, name: str, base: int, scan: FrameScan) -> Iterator[LogEntry]:
+        for position, payload in scan:
+            offset = base + position
+            try:
+                record = decode_record(payload)
+            except CorruptRecordError as exc:
+                self._problem(f"{name}: record at offset {offset} skipped: {exc}")
+                continue
+            if not (isinstance(record, UnknownRecord) and self.skip_unknown):
+                yield LogEntry(offset, offset + FRAME.size + len(payload), record)
 
     def _problem(self, text: str) -> None:
         self.problems.append(text)

@@ -34,12 +34,14 @@ import numpy as np
 
 from actorbroker.persistence.committed import read_committed
 from actorbroker.persistence.reader import LogReader, SegmentRef
+from actorbroker.persistence.resync import next_frame
 from actorbroker.persistence.segment import (
     FRAME,
     HEADER,
     MAX_PAYLOAD,
     MIN_PAYLOAD,
     check_header,
+    file_reader,
     parse_segment_name,
 )
 
@@ -209,8 +211,8 @@ def read_chunks(directory: Path, rng: Range, *, chunk_bytes: int = DEFAULT_CHUNK
     """The frames of ``rng``, in order, a chunk of about ``chunk_bytes`` at a time.
 
     Raises SegmentGoneError when the segment file no longer exists. A frame
-    that is damaged below ``rng.stop`` ends the range with a warning (the
-    rest of the segment is skipped, as LogReader does).
+    that is damaged below ``rng.stop`` is skipped with a warning, up to the
+    next frame that validates (as LogReader does; persistence.resync).
     """
     path = directory / f"{rng.base:020d}.log"
     try:
@@ -252,9 +254,13 @@ def read_chunks(directory: Path, rng: Range, *, chunk_bytes: int = DEFAULT_CHUNK
                 why = "incomplete"
                 if bound is None:
                     return  # a frame still being written, at the end of a log without committed file
-            _log.warning("commit log %s: %s frame at offset %d; the rest of the segment is "
-                         "skipped", path.name, why, rng.base + pos)
-            return
+            resume, _ = next_frame(file_reader(fd), pos, limit)  # damage: on at the next frame
+            _log.warning("commit log %s: %s frame at offset %d; offsets %d..%d skipped",
+                         path.name, why, rng.base + pos, rng.base + pos,
+                         rng.base + (limit if resume is None else resume))
+            if resume is None:
+                return
+            pos = resume
     finally:
         os.close(fd)
 

@@ -143,7 +143,7 @@ def test_garbage_above_the_synced_offset_is_torn_even_if_frames_follow(
         assert [number_of(e.record) for e in log.read()] == list(range(10))
 
 
-def test_a_bit_flip_in_the_middle_quarantines_the_segment_and_salvages_its_prefix(
+def test_a_bit_flip_in_the_middle_costs_the_record_it_hit_and_nothing_else(
     log_dir: Path, filled: Fill, caplog: pytest.LogCaptureFixture,
 ) -> None:
     filled(60)
@@ -151,41 +151,50 @@ def test_a_bit_flip_in_the_middle_quarantines_the_segment_and_salvages_its_prefi
     assert len(files) >= 4
     victim = files[1]
     starts = frames_of(victim)
+    assert len(starts) >= 5
     with CommitLog(log_dir, segment_bytes=SEGMENT) as log:
         before = [(e.offset, number_of(e.record)) for e in log.read()]
         end = log.next_offset
     flip(victim, starts[2] + 30)
     damaged = victim.read_bytes()
     base = int(victim.stem)
+    hit = base + starts[2] - HEADER.size
     with caplog.at_level(logging.ERROR, "actorbroker.persistence"):
         with CommitLog(log_dir, segment_bytes=SEGMENT) as log:
             report = log.recovery
             assert report is not None
             (quarantined,) = report.of(Event.QUARANTINED)
-            assert quarantined.offset == base + starts[2] - HEADER.size
-            assert report.of(Event.GAP) and log.next_offset == end
+            assert quarantined.offset == hit
+            (lost,) = report.of(Event.DAMAGED)
+            assert (lost.offset, lost.lost_bytes, lost.frames) == (hit, starts[3] - starts[2], 1)
+            assert log.next_offset == end
             kept = [(e.offset, number_of(e.record)) for e in log.read()]
-    assert "segment quarantined" in caplog.text
-    lost = {n for o, n in before if base + starts[2] - HEADER.size <= o < int(files[2].stem)}
-    assert kept == [(o, n) for o, n in before if n not in lost]
-    assert len(lost) == len(starts) - 2
+    assert f"offsets {hit}..{hit + starts[3] - starts[2]}" in caplog.text
+    assert kept == [(o, n) for o, n in before if o != hit]  # same offsets, one record less
     (moved, reason) = sorted((log_dir / QUARANTINE_DIR).iterdir())
     assert moved.name.startswith(victim.name) and moved.read_bytes() == damaged
     assert reason.name == moved.name + ".reason" and "bad crc" in reason.read_text()
     assert victim.read_bytes() == damaged[:starts[2]]  # the prefix, under its own name
+    rest = log_dir / segment_name(base + starts[3] - HEADER.size)  # the rest, under its offset
+    assert rest.read_bytes()[HEADER.size:] == damaged[starts[3]:]
     reader = LogReader(log_dir)
     assert [number_of(e.record) for e in reader.read()] == [n for _, n in kept]
     assert reader.problems == []
     assert_appends_and_reads(log_dir, [n for _, n in kept])
 
 
-def test_damage_to_the_first_frame_quarantines_the_whole_segment(log_dir: Path, filled: Fill) -> None:
+def test_damage_to_the_length_of_the_first_frame_costs_that_frame(log_dir: Path, filled: Fill) -> None:
     filled(40)
     victim = segment_files(log_dir)[1]
+    with CommitLog(log_dir, segment_bytes=SEGMENT) as log:
+        first = number_of(log.read_at(int(victim.stem)))
     flip(victim, HEADER.size + 2)  # the length field of the first frame
     with CommitLog(log_dir, segment_bytes=SEGMENT) as log:
         assert log.recovery is not None and len(log.recovery.of(Event.QUARANTINED)) == 1
-    assert not victim.exists()
+        (lost,) = log.recovery.of(Event.DAMAGED)
+        assert lost.offset == int(victim.stem)
+        assert [number_of(e.record) for e in log.read()] == [n for n in range(40) if n != first]
+    assert not victim.exists()  # nothing of it is live before the next frame
 
 
 def test_damage_to_the_last_committed_frame_never_reuses_its_offsets(
@@ -268,15 +277,29 @@ def test_a_last_segment_created_just_before_a_crash_is_removed(
     assert numbers(log_dir) == list(range(20))
 
 
-def test_a_segment_with_a_bad_header_is_quarantined_whole(log_dir: Path, filled: Fill) -> None:
+def test_a_segment_with_a_bad_header_keeps_its_frames(log_dir: Path, filled: Fill) -> None:
     filled(60)
     victim = segment_files(log_dir)[1]
     flip(victim, 0)
     with CommitLog(log_dir, segment_bytes=SEGMENT) as log:
         assert log.recovery is not None
-        assert {e.event for e in log.recovery.events} == {Event.QUARANTINED, Event.GAP}
-    assert not victim.exists()
+        assert [e.event for e in log.recovery.events] == [Event.QUARANTINED]
+        assert [number_of(e.record) for e in log.read()] == list(range(60))
+    assert victim.read_bytes()[:4] == b"ABLG"  # written back with a good header
     assert len(list((log_dir / QUARANTINE_DIR).glob("*.log.*[0-9Z]"))) == 1
+
+
+def test_a_zeroed_segment_is_quarantined_whole(log_dir: Path, filled: Fill) -> None:
+    filled(60)
+    victim = segment_files(log_dir)[0]
+    lost = len(frames_of(victim))
+    victim.write_bytes(bytes(victim.stat().st_size))
+    with CommitLog(log_dir, segment_bytes=SEGMENT) as log:
+        assert log.recovery is not None
+        (quarantined,) = log.recovery.of(Event.QUARANTINED)
+        assert "nothing salvaged" in quarantined.detail
+        assert [number_of(e.record) for e in log.read()] == list(range(lost, 60))
+    assert not victim.exists()
 
 
 def test_a_segment_overlapping_its_predecessor_is_quarantined(log_dir: Path, filled: Fill) -> None:
@@ -328,3 +351,19 @@ def test_the_committed_file_is_rewritten_after_recovery(unsynced_tail: tuple[Pat
         assert [number_of(e.record) for e in log.read()] == list(range(11))
         found = read_committed(crashed)
         assert found is not None and found.synced == found.written == log.next_offset
+
+
+def test_a_segment_with_a_header_and_no_frame_stays_live(log_dir: Path, tmp_path: Path) -> None:
+    """A crash right after a segment was created: the file stays, the next append goes in it."""
+    with CommitLog(log_dir, segment_bytes=SEGMENT) as log:
+        log.append([numbered(0)])
+        log.flush()
+        crashed = image(log_dir, tmp_path / "image")
+    (segment,) = segment_files(crashed)
+    os.truncate(segment, HEADER.size)
+    (crashed / COMMITTED_NAME).unlink()
+    with CommitLog(crashed, segment_bytes=SEGMENT) as log:
+        assert log.recovery is not None and log.recovery.clean
+        assert log.append([numbered(1)]) == [0]
+        log.sync()
+    assert numbers(crashed) == [1]

@@ -1,0 +1,74 @@
+"""Crash checker command line (run from the repository root).
+
+    python -m tests.crashcheck --seed 42 [--power-loss] [--keep] [--describe]
+    python -m tests.crashcheck --soak --seconds 3600 [--out soak-failures.txt]
+    python -m tests.crashcheck --soak --seeds 1000
+
+A failing seed prints what was violated, the scenario, the broker log's
+tail and the one command that replays it; exit code 1. ``--soak`` runs new
+random seeds (every other one with power loss) until the time or the count
+is used up, and appends each failure to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+
+from .run import command, run
+from .scenario import draw
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.crashcheck", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seed", type=int, help="run this seed")
+    parser.add_argument("--power-loss", action="store_true",
+                        help="discard what was not fsynced before each restart")
+    parser.add_argument("--keep", action="store_true", help="keep the run's directory")
+    parser.add_argument("--describe", action="store_true", help="print the scenario and stop")
+    parser.add_argument("--soak", action="store_true", help="run new random seeds")
+    parser.add_argument("--seconds", type=float, default=0, help="soak this long")
+    parser.add_argument("--seeds", type=int, default=0, help="soak this many seeds")
+    parser.add_argument("--out", type=Path, default=Path("soak-failures.txt"),
+                        help="where the soak appends its failures")
+    args = parser.parse_args(argv)
+    if args.soak:
+        return soak(args.seconds, args.seeds, args.out)
+    if args.seed is None:
+        parser.error("--seed or --soak")
+    if args.describe:
+        print(draw(args.seed).describe())
+        return 0
+    result = run(args.seed, power_loss=args.power_loss, keep=args.keep)
+    print(result.report())
+    return 1 if result.failed else 0
+
+
+def soak(seconds: float, seeds: int, out: Path) -> int:
+    """Run new seeds until ``seconds`` or ``seeds`` is used up (one of them must be set)."""
+    if not seconds and not seeds:
+        seconds = 600.0
+    chooser = random.SystemRandom()
+    began, done, failed = time.monotonic(), 0, 0
+    while (not seeds or done < seeds) and (not seconds or time.monotonic() - began < seconds):
+        seed = chooser.randrange(1 << 31)
+        power_loss = done % 2 == 1
+        result = run(seed, power_loss=power_loss)
+        done += 1
+        print(result.report().splitlines()[0], flush=True)
+        if result.failed:
+            failed += 1
+            with out.open("a") as f:
+                f.write(f"=== {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} "
+                        f"{command(seed, power_loss)}\n{result.report()}\n\n")
+    print(f"soak: {done} seed(s) in {time.monotonic() - began:.0f} s, {failed} failed"
+          f"{f', written to {out}' if failed else ''}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

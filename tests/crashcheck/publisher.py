@@ -31,6 +31,9 @@ class Sent:
     payload: bytes
     first_sent: float
     acked: float | None = None
+    # Sent again as a new PUBLISH after a session was discarded before the broker acknowledged
+    # it: if the broker had it already, a second copy is a new message, not a duplicate.
+    reissued: bool = False
 
 
 class Publisher(Client):
@@ -63,6 +66,7 @@ class Publisher(Client):
         for packet_id, (message, pubreced) in list(self._inflight.items()):
             del self._inflight[packet_id]
             if not pubreced:
+                message.reissued = True
                 self._again.append(message)
 
     def connected(self, conn: Connection, present: bool) -> None:

@@ -2,14 +2,15 @@
 
 1. Start the broker; start the subscribers and wait for their SUBACKs;
    start the publishers.
-2. Carry out the crash plan (:class:`.scenario.CrashSpec`): each stop waits
+2. Carry out the crash plan, for the drawn duration at least (:class:`.scenario.CrashSpec`): each stop waits
    for its trigger (a delay after listening, a checkpoint line, a client
    leaving, or the start of the process), then SIGKILL or SIGTERM; with
    power loss, the data directory is cut back to what was synced; then the
    broker is started again on the same directory and must listen.
 3. Final phase: every client stays connected and acks at once; publishers
    send nothing new and complete their flows; wait (on deliveries) until
-   every session has what it is owed, or FINAL_WAIT; then SIGTERM.
+   every session has what it is owed, or FINAL_WAIT (with a queue limit,
+   QUIET s without any delivery: the rest may have been dropped); then SIGTERM.
 4. Check (:mod:`.model`) and report, with the command that replays the seed.
 """
 
@@ -25,6 +26,7 @@ from pathlib import Path
 
 from . import model
 from .broker import CHECKPOINT, Broker, StartFailed
+from .drops import queue_full_drops
 from .client import Client
 from .publisher import Publisher
 from .scenario import CrashSpec, Scenario, draw
@@ -34,6 +36,7 @@ SUBSCRIBE_WAIT = 10.0
 TRIGGER_WAIT = 3.0  # a checkpoint or a client's leave that does not come: stop anyway
 SETTLE_WAIT = 20.0
 FINAL_WAIT = 10.0
+QUIET = 1.5  # with a queue limit: seconds without a delivery that end the final wait
 
 
 def command(seed: int, power_loss: bool) -> str:
@@ -88,9 +91,11 @@ def run(seed: int, *, power_loss: bool = False, keep: bool = False) -> Result:
                 v.append("a subscriber got no SUBACK")
         for pub in pubs:
             pub.start()
+        traffic_until = time.monotonic() + scenario.duration
         for crash in scenario.crashes:
             v.extend(_crash(broker, crash, subs))
-        _final(clients, pubs, subs, progress)
+        time.sleep(max(0.0, traffic_until - time.monotonic()))  # the drawn length of the run
+        _final(clients, pubs, subs, progress, bool(scenario.broker.max_queued_messages))
         code = broker.stop("TERM")
         if code != 0:
             v.append(f"the final SIGTERM: exit code {code}")
@@ -104,7 +109,9 @@ def run(seed: int, *, power_loss: bool = False, keep: bool = False) -> Result:
         for client in clients:
             client.join(10)
     log = broker.log_path.read_text(errors="replace")
-    verdict = model.check(pubs, subs, log, scenario.broker.max_queued_messages)
+    limit = scenario.broker.max_queued_messages
+    dropped = queue_full_drops(broker.data / "log", limit) if limit else {}
+    verdict = model.check(pubs, subs, log, dropped)
     v.extend(verdict.violations)
     if "Traceback" in log:
         v.append("the broker logged a Traceback")
@@ -139,15 +146,21 @@ def _crash(broker: Broker, crash: CrashSpec, subs: list[Subscriber]) -> list[str
 
 
 def _final(clients: list[Client], pubs: list[Publisher], subs: list[Subscriber],
-           progress: threading.Condition) -> None:
+           progress: threading.Condition, limited: bool) -> None:
     for client in clients:
         client.final.set()
     with progress:
         progress.wait_for(lambda: all(p.settled for p in pubs), SETTLE_WAIT)
     deadline = time.monotonic() + FINAL_WAIT
+    last, quiet_since = -1, time.monotonic()
     while any(model.missing(pubs, subs).values()) and time.monotonic() < deadline:
         with progress:  # woken by each delivery; the model is recomputed at most 10 times a second
             progress.wait(0.1)
+        count = sum(len(s.deliveries) for s in subs)
+        if count != last:
+            last, quiet_since = count, time.monotonic()
+        elif limited and time.monotonic() - quiet_since > QUIET:
+            return  # with a queue limit, what is still missing may have been dropped: see drops.py
 
 
 def _log_excerpt(log: str) -> str:

@@ -5,7 +5,8 @@ cache. A power failure loses what was not fsynced. To test that, the broker
 runs under shim.py, which calls :func:`install`: every ``os.fsync`` and
 ``os.fdatasync`` of a regular file appends to a side file (one JSON line)
 the file's path and the size it had *before* the sync (bytes written during
-the sync may or may not be covered, so they are not counted), with its
+the sync may or may not be covered, so they are not counted; each sync is
+made SYNC_DELAY slower, as on a busy disk), with its
 content when it is small (files rewritten in place, e.g. log/committed);
 ``os.replace``/``os.rename`` append the move, so a synced temporary file
 renamed into place counts under its new name. Before the next start,
@@ -23,10 +24,14 @@ import json
 import os
 import stat
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable
 
 SYNC_LOG_ENV = "CRASHCHECK_SYNC_LOG"
+# A slow disk: each sync takes this much longer, so that a kill often lands between a
+# write and its sync (on a quiet disk fdatasync takes ~0.2 ms and the window is tiny).
+SYNC_DELAY = 0.01
 SMALL = 4096  # files up to this size are recorded whole (rewritten in place)
 
 Files = dict[str, tuple[int, str | None]]  # absolute path -> (size, hex content if small)
@@ -50,6 +55,7 @@ def install(sync_log: str) -> None:
             if stat.S_ISREG(info.st_mode):
                 path, size = os.readlink(f"/proc/self/fd/{target}"), info.st_size
                 content = _read_small(path, size)
+            time.sleep(SYNC_DELAY)
             real(target)
             if path is not None:
                 record({"op": "sync", "path": path, "size": size, "content": content})

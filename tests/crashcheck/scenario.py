@@ -105,6 +105,8 @@ class Scenario:
     publishers: tuple[PublisherSpec, ...]
     subscribers: tuple[SubscriberSpec, ...]
     crashes: tuple[CrashSpec, ...]
+    duration: float  # seconds of traffic at least, from the publishers' start
+
 
     def describe(self) -> str:
         """One line per part, for the report of a run."""
@@ -122,7 +124,7 @@ class Scenario:
                          f"{acks.get(s.ack, '')}{' flushed at DISCONNECT' if s.flush_acks_at_end else ''}"
                          f", ends {'/'.join(s.ends)}, clean {s.clean_p}, receive max "
                          f"{s.receive_maximum}, will QoS {s.will_qos}")
-        lines.append("crashes: " + ", ".join(
+        lines.append(f"traffic for {self.duration:.1f} s at least; crashes: " + ", ".join(
             f"{c.signal} {c.trigger}{'(' + c.target + ')' if c.target else ''}+{c.delay:.2f}s"
             for c in self.crashes))
         return "\n".join(lines)
@@ -155,7 +157,8 @@ def draw(seed: int) -> Scenario:
     if any(p.will_qos for p in publishers) or any(s.will_qos for s in subscribers):
         subscribers.append(_watcher(rng))
     crashes = tuple(_crash(rng, subscribers) for _ in range(rng.randint(2, 4)))
-    return Scenario(seed, broker, publishers, tuple(subscribers), crashes)
+    return Scenario(seed, broker, publishers, tuple(subscribers), crashes,
+                    duration=rng.uniform(2.0, 4.0))
 
 
 def _habits(rng: random.Random, cid: str, level: int) -> dict[str, object]:
@@ -203,7 +206,7 @@ def _backlog(rng: random.Random) -> SubscriberSpec:
     builds behind its full window, then leaves sending the acks it owes, DISCONNECT and a
     half-close in one go; the crash plan stops the broker while it is away."""
     return SubscriberSpec(cid="backlog", level=4, expiry=0xFFFFFFFF, keepalive=0, will_qos=0,
-                          ends=("half_close",), spell=(1.0, 2.0), offline=(0.3, 0.8),
+                          ends=("half_close",), spell=(1.0, 2.0), offline=(0.8, 1.5),
                           clean_p=0.0, filters=(("t/#", 1),), ack="paced",
                           ack_rate=rng.choice((10.0, 25.0)), flush_acks_at_end=True)
 
@@ -225,5 +228,6 @@ def _crash(rng: random.Random, subscribers: list[SubscriberSpec]) -> CrashSpec:
     if roll < 0.6 and subscribers:
         target = next((s.cid for s in subscribers if s.cid == "backlog"),
                       rng.choice(subscribers).cid)
-        return CrashSpec("offline", rng.uniform(0.0, 0.2), signal, target)
+        # Soon after it left, or once its session hibernated (the broker needs some time).
+        return CrashSpec("offline", rng.uniform(0.0, 0.6), signal, target)
     return CrashSpec("time", rng.uniform(0.15, 1.5), signal)

@@ -27,6 +27,7 @@ START_TIMEOUT = 20.0
 STOP_TIMEOUT = 20.0
 LISTENING = re.compile(r"actorbroker started: listening on")
 CHECKPOINT = re.compile(r"checkpoint \d+ at offset")
+RETENTION = re.compile(r"retention: \d+ segment\(s\) deleted")
 
 
 class StartFailed(Exception):

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import model
-from .broker import CHECKPOINT, Broker, StartFailed
+from .broker import CHECKPOINT, RETENTION, Broker, StartFailed
 from .drops import queue_full_drops
 from .client import Client
 from .publisher import Publisher
@@ -33,7 +33,7 @@ from .scenario import CrashSpec, Scenario, draw
 from .subscriber import Subscriber
 
 SUBSCRIBE_WAIT = 10.0
-TRIGGER_WAIT = 3.0  # a checkpoint or a client's leave that does not come: stop anyway
+TRIGGER_WAIT = 2.0  # a log line or a client's leave that does not come: stop anyway
 SETTLE_WAIT = 20.0
 FINAL_WAIT = 10.0
 QUIET = 1.5  # with a queue limit: seconds without a delivery that end the final wait
@@ -95,7 +95,9 @@ def run(seed: int, *, power_loss: bool = False, keep: bool = False) -> Result:
         for crash in scenario.crashes:
             v.extend(_crash(broker, crash, subs))
         time.sleep(max(0.0, traffic_until - time.monotonic()))  # the drawn length of the run
+        final_began = time.monotonic()
         _final(clients, pubs, subs, progress, bool(scenario.broker.max_queued_messages))
+        result.figures["final_s"] = round(time.monotonic() - final_began, 1)
         code = broker.stop("TERM")
         if code != 0:
             v.append(f"the final SIGTERM: exit code {code}")
@@ -116,7 +118,7 @@ def run(seed: int, *, power_loss: bool = False, keep: bool = False) -> Result:
     if "Traceback" in log:
         v.append("the broker logged a Traceback")
     result.lost = verdict.lost
-    result.figures = {**verdict.figures, "starts": broker.starts,
+    result.figures = {**result.figures, **verdict.figures, "starts": broker.starts,
                       "start_s": [round(s, 2) for s in broker.startup_seconds]}
     if broker.cuts:
         result.figures["cuts"] = broker.cuts
@@ -131,8 +133,9 @@ def run(seed: int, *, power_loss: bool = False, keep: bool = False) -> Result:
 
 def _crash(broker: Broker, crash: CrashSpec, subs: list[Subscriber]) -> list[str]:
     """Wait for the crash's trigger, stop the broker, start it again; violations."""
-    if crash.trigger == "checkpoint":
-        broker.wait_line(CHECKPOINT, TRIGGER_WAIT, skip=broker.line_count())
+    if crash.trigger in ("checkpoint", "retention"):
+        pattern = CHECKPOINT if crash.trigger == "checkpoint" else RETENTION
+        broker.wait_line(pattern, TRIGGER_WAIT, skip=broker.line_count())
     elif crash.trigger == "offline":
         target = next(s for s in subs if s.spec.cid == crash.target)
         target.wait_left(time.monotonic(), TRIGGER_WAIT)

@@ -90,7 +90,7 @@ class CrashSpec:
     """One stop of the broker. ``trigger``: "time" (``delay`` s after it listened),
     "startup" (``delay`` s after the process began: recovery, the snapshot load),
     "checkpoint" (``delay`` s after it logged a checkpoint: the snapshot write that
-    follows), "offline" (``delay`` s after ``target`` ended a connection on its own)."""
+    follows), "retention" (after it logged deleting segments), "offline" (``delay`` s after ``target`` ended a connection on its own)."""
 
     trigger: str
     delay: float
@@ -147,8 +147,8 @@ def draw(seed: int) -> Scenario:
         retention_bytes=0 if queue_limit else rng.choice((0, 2 << 20, 3 << 20)),
         max_queued_messages=queue_limit,
         group_commit_ms=rng.choice((0.0, 2.0, 5.0)))
-    publishers = tuple(_publisher(rng, i) for i in range(rng.randint(1, 3)))
-    subscribers = [_subscriber(rng, f"sub{i}") for i in range(rng.randint(1, 3))]
+    publishers = tuple(_publisher(rng, i) for i in range(rng.choice((1, 1, 2, 2, 3))))
+    subscribers = [_subscriber(rng, f"sub{i}") for i in range(rng.randint(1, 2))]
     if rng.random() < 0.4:
         subscribers.append(_backlog(rng))
     if rng.random() < 0.4:
@@ -156,9 +156,9 @@ def draw(seed: int) -> Scenario:
         subscribers += [_subscriber(rng, f"member{i}", group=group) for i in range(2)]
     if any(p.will_qos for p in publishers) or any(s.will_qos for s in subscribers):
         subscribers.append(_watcher(rng))
-    crashes = tuple(_crash(rng, subscribers) for _ in range(rng.randint(2, 4)))
+    crashes = tuple(_crash(rng, subscribers) for _ in range(rng.randint(1, 3)))
     return Scenario(seed, broker, publishers, tuple(subscribers), crashes,
-                    duration=rng.uniform(2.0, 4.0))
+                    duration=rng.uniform(1.5, 3.0))
 
 
 def _habits(rng: random.Random, cid: str, level: int) -> dict[str, object]:
@@ -176,7 +176,7 @@ def _publisher(rng: random.Random, i: int) -> PublisherSpec:
     return PublisherSpec(**_habits(rng, f"pub{i}", level),  # type: ignore[arg-type]
                          topic=rng.choice(TOPICS), qos=rng.choice((1, 2)),
                          rate=rng.choice((60.0, 120.0, 250.0)), window=rng.choice((1, 5, 20)),
-                         count=rng.randrange(150, 450),
+                         count=rng.randrange(100, 300),
                          payload_bytes=rng.choice((16, 200, 1500)))
 
 
@@ -223,8 +223,10 @@ def _crash(rng: random.Random, subscribers: list[SubscriberSpec]) -> CrashSpec:
     roll = rng.random()
     if roll < 0.15:
         return CrashSpec("startup", rng.uniform(0.0, 0.5), "KILL")
-    if roll < 0.35:
+    if roll < 0.3:
         return CrashSpec("checkpoint", rng.uniform(0.0, 0.05), signal)
+    if roll < 0.4:
+        return CrashSpec("retention", rng.uniform(0.0, 0.02), signal)
     if roll < 0.6 and subscribers:
         target = next((s.cid for s in subscribers if s.cid == "backlog"),
                       rng.choice(subscribers).cid)

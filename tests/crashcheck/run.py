@@ -36,6 +36,7 @@ SUBSCRIBE_WAIT = 10.0
 TRIGGER_WAIT = 2.0  # a log line or a client's leave that does not come: stop anyway
 SETTLE_WAIT = 20.0
 FINAL_WAIT = 10.0
+TAIL = 0.5  # seconds of traffic at least after the last restart
 QUIET = 1.5  # with a queue limit: seconds without a delivery that end the final wait
 
 
@@ -94,7 +95,8 @@ def run(seed: int, *, power_loss: bool = False, keep: bool = False) -> Result:
         traffic_until = time.monotonic() + scenario.duration
         for crash in scenario.crashes:
             v.extend(_crash(broker, crash, subs))
-        time.sleep(max(0.0, traffic_until - time.monotonic()))  # the drawn length of the run
+        # The drawn length of the run, and some traffic after the last restart in any case.
+        time.sleep(max(TAIL, traffic_until - time.monotonic()))
         final_began = time.monotonic()
         _final(clients, pubs, subs, progress, bool(scenario.broker.max_queued_messages))
         result.figures["final_s"] = round(time.monotonic() - final_began, 1)
@@ -115,6 +117,8 @@ def run(seed: int, *, power_loss: bool = False, keep: bool = False) -> Result:
     dropped = queue_full_drops(broker.data / "log", limit) if limit else {}
     verdict = model.check(pubs, subs, log, dropped)
     v.extend(verdict.violations)
+    if pubs and not verdict.figures["acknowledged"]:
+        v.append("no message was acknowledged: the run proved nothing")
     if "Traceback" in log:
         v.append("the broker logged a Traceback")
     result.lost = verdict.lost

@@ -48,8 +48,8 @@ def install(sync_log: str) -> None:
         with lock:
             os.write(fd, (json.dumps(entry) + "\n").encode())
 
-    def synced(real: Callable[[int], None]) -> Callable[[int], None]:
-        def sync(target: int) -> None:
+    def synced(real: Callable[[Any], None]) -> Callable[[Any], None]:
+        def sync(target: Any) -> None:
             info = os.fstat(target)
             path = size = content = None
             if stat.S_ISREG(info.st_mode):
@@ -67,10 +67,10 @@ def install(sync_log: str) -> None:
             record({"op": "move", "src": os.path.realpath(src), "dst": os.path.realpath(dst)})
         return move
 
-    os.fsync = synced(os.fsync)
-    os.fdatasync = synced(os.fdatasync)
-    os.replace = moved(os.replace)
-    os.rename = moved(os.rename)
+    # The broker calls them as os.fsync(...) etc., so replacing the module's attributes is enough.
+    for name, wrap in (("fsync", synced), ("fdatasync", synced), ("replace", moved),
+                       ("rename", moved)):
+        setattr(os, name, wrap(getattr(os, name)))
 
 
 def _read_small(path: str, size: int) -> str | None:

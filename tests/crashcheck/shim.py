@@ -9,7 +9,7 @@ line in this process. Test code only: the broker itself is unchanged.
 import os
 import sys
 
-import powerloss
+import powerloss  # type: ignore[import-not-found]  # next to this script, see above
 
 if __name__ == "__main__":
     powerloss.install(os.environ[powerloss.SYNC_LOG_ENV])

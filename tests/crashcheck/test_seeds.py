@@ -18,7 +18,7 @@ from tests.crashcheck.run import run
 # (python -m tests.crashcheck --seed N --describe shows a scenario). No seed here has a
 # shared group and a SIGTERM: that combination loses messages today (docs/storage.md,
 # "Testing durability"); soak seeds find it.
-SEEDS = [203, 205, 206, 215, 218, 220, 221, 223, 224, 226]
+SEEDS = [205, 206, 215, 218, 220, 221, 223, 224, 226]
 POWER_LOSS_SEEDS = [204, 213, 219, 222]
 
 

@@ -105,10 +105,10 @@ class Client(threading.Thread):
         self.stopping = threading.Event()
         self.violations: list[str] = []
         self.errors: list[str] = []
-        self.connects = 0
+        self.connects = 0  # CONNACKs accepted
+        self._attempts = 0  # CONNECTs sent: numbers each connection's Will payload
         self.left_at: list[float] = []  # when it ended a connection on its own
         self.left = threading.Condition()
-        self.connected_now = False
         self._maybe_session = False  # a persistent CONNECT went out: the broker may hold one
         self._sure_session = False  # a CONNACK confirmed one, no Clean Start since
 
@@ -133,7 +133,6 @@ class Client(threading.Thread):
                 self.errors.append(f"{self.name}: {exc!r}")
                 return
             finally:
-                self.connected_now = False
                 self.lost()
             self.final.wait(away)  # the final phase cuts an absence short
 
@@ -145,8 +144,9 @@ class Client(threading.Thread):
             props = Properties(session_expiry_interval=spec.expiry,
                                receive_maximum=getattr(spec, "receive_maximum", None))
         will = None
-        if spec.will_qos:
-            will = Will(f"will/{spec.cid}", f"will|{spec.cid}|{self.connects}".encode(),
+        self._attempts += 1
+        if spec.will_qos:  # unique per connection: a Will published twice is a duplicate
+            will = Will(f"will/{spec.cid}", f"will|{spec.cid}|{self._attempts}".encode(),
                         spec.will_qos)
         if clean:
             self._sure_session = False
@@ -185,14 +185,12 @@ class Client(threading.Thread):
     def _session(self, clean: bool) -> bool:
         """One connection; True if it ended because the client left on its own."""
         conn, connack = self._connect(clean)
-        self.connected_now = True
         self.connected(conn, connack.session_present)
         until = time.monotonic() + self.rng.uniform(*self.spec.spell)
         while not self.stopping.is_set():
             now = time.monotonic()
             if now >= until and not self.final.is_set():
                 style = self.rng.choice(self.spec.ends)
-                self.connected_now = False
                 conn.leave(style, self.owed(), self.spec.keepalive)
                 with self.left:
                     self.left_at.append(time.monotonic())

@@ -19,7 +19,10 @@ from tests.crashcheck.run import run
 # shared group and a SIGTERM: that combination loses messages today (docs/storage.md,
 # "Testing durability"); soak seeds find it.
 SEEDS = [205, 206, 215, 218, 220, 221, 223, 224, 226]
-POWER_LOSS_SEEDS = [204, 213, 219, 222]
+# Power loss: each fails when the broker acknowledges before the fdatasync (tried by hand:
+# actors/durability.py on_reply storing at Durable(synced=False)); 269, 327 and 343 lost
+# acknowledged messages then, and pass on the real code.
+POWER_LOSS_SEEDS = [213, 269, 327, 343]
 
 
 @pytest.mark.slow

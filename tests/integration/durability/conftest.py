@@ -1,4 +1,4 @@
-"""Durability tests: the helpers next to this file are importable (``crash_clients``, ``durability_kit``)."""
+"""Durability tests: the helpers next to this file are importable (``crash_broker``, ``durability_kit``)."""
 
 from __future__ import annotations
 

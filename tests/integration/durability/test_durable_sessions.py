@@ -3,7 +3,7 @@
 Each test runs brokers one after the other on the same data directory.
 A clean stop writes a snapshot; ``replay`` deletes it before the next
 start, so that the state comes from the commit log alone (as after kill -9,
-which test_crash_kill9.py does for real).
+which the crash checker, tests/crashcheck/, does for real).
 """
 
 from __future__ import annotations

@@ -1,0 +1,35 @@
+"""CI seeds of the crash checker (``python -m tests.crashcheck --seed N`` replays one).
+
+Each seed draws clients, behaviours and a crash plan (tests/crashcheck/scenario.py);
+the run fails on any violation of the model (model.py): an acknowledged message
+lost, a QoS 2 duplicate, order per publisher broken, a failed restart, a session
+the broker claimed and did not have. Seeds run without and with power loss.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.crashcheck.run import run
+
+# Chosen to cover together: MQTT 3.1.1 and 5, QoS 1 and 2, every ack behaviour and way to
+# leave, Clean Start comebacks, Receive Maximum, Wills, a shared group, the queue limit,
+# retention, the backlog client, and crashes by SIGKILL and SIGTERM on every trigger
+# (python -m tests.crashcheck --seed N --describe shows a scenario). No seed here has a
+# shared group and a SIGTERM: that combination loses messages today (docs/storage.md,
+# "Testing durability"); soak seeds find it.
+SEEDS = [205, 206, 215, 218, 220, 221, 223, 224, 226]
+# Power loss: each fails when the broker acknowledges before the fdatasync (tried by hand:
+# actors/durability.py on_reply storing at Durable(synced=False)): 327 and 343 lost
+# acknowledged messages in each of two tries, 269 in one; all pass on the real code.
+POWER_LOSS_SEEDS = [213, 269, 327, 343]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("seed,power_loss", [(s, False) for s in SEEDS]
+                         + [(s, True) for s in POWER_LOSS_SEEDS])
+def test_seed(seed: int, power_loss: bool) -> None:
+    result = run(seed, power_loss=power_loss)
+    print(result.report())
+    assert not result.failed, result.report()

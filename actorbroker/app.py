@@ -227,6 +227,8 @@ class Broker:
             return
         shutdown(root)
         reason = await self._exit
+        if self.node is not None:
+            self.node.metrics.drop_log.flush()
         log.info("actorbroker stopped (%s)", reason)
 
     async def wait(self) -> ExitReason:

@@ -71,6 +71,15 @@ class DropLog:
             client_id, topic,
         )
 
+    def flush(self) -> None:
+        """Log the drops still held back by the rate limit (at stop: the last lines must add
+        up to what was dropped)."""
+        for reason, pending in sorted(self._since.items()):
+            if pending:
+                self._logger.warning("dropped %d message(s) (%s) since the last report",
+                                     pending, reason)
+        self._since.clear()
+
 
 class BrokerMetrics:
     """Counters and gauges of one node (loop thread only; plain ints)."""

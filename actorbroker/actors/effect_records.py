@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from actorbroker.durable.journal import publish_record, sent_records
+from actorbroker.durable.journal import handed_back_records, publish_record, sent_records
 from actorbroker.persistence.records import (Record, SessionDropped, SessionExpired,
                                              Unsubscribed, WillSent)
 from actorbroker.session import (
@@ -91,10 +91,9 @@ def derive(effects: list[Effect], cid: str, durable: bool, flights: Callable[[],
                                             effect.reason.value, timestamp_us=ts))
         elif kind is HandBackShared:  # MQTT 5: no longer this session's (queued or in flight)
             assert isinstance(effect, HandBackShared)
-            if durable:
-                state += [SessionDropped(cid, d.message.log_offset, "shared_handed_back",
-                                         timestamp_us=ts)
-                          for d in effect.deliveries if d.message.log_offset >= 0]
+            state += handed_back_records(
+                cid, ((d.group, d.message) for d in effect.deliveries if d.group is not None),
+                durable, ts)
         elif kind is RequestSubscribe:
             assert isinstance(effect, RequestSubscribe)
             asked.setdefault(effect.packet_id, deque()).append(

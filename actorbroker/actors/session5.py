@@ -85,14 +85,15 @@ class Mqtt5Session:
         self._run(effects)
 
     def _hand_back(self, group: str, messages: tuple[AppMessage, ...],
-                   dropped: bool = False) -> None:
+                   journaled: bool = False) -> None:
         """Give ``messages`` back to shared subscription ``group``: owed by the group again in
-        the commit log (out of this session's queue there, unless ``dropped`` did that), then
-        the registry picks another member (see actors/shared.py)."""
+        the commit log (out of this session's queue there), unless ``journaled`` (the
+        records of a ``HandBackShared`` went with the session's own, effect_records.py),
+        then the registry picks another member (see actors/shared.py)."""
         durability = self._durability
-        if durability is not None:
+        if durability is not None and not journaled:
             journal_handed_back(self._node.refs.storage, group, self.client_id, messages,
-                                durability.durable and not dropped)
+                                durability.durable)
         self._node.registry().tell(RedeliverShared(self.client_id, group, messages))
 
     def _mqtt5_effect(self, effect: Effect, out: list[Packet]) -> tuple[int, str] | None:
@@ -110,8 +111,8 @@ class Mqtt5Session:
             for delivery in effect.deliveries:
                 if delivery.group is not None:
                     groups.setdefault(delivery.group, []).append(delivery.message)
-            for group, messages in groups.items():  # (durable: SessionDropped stored already)
-                self._hand_back(group, tuple(messages), dropped=True)
+            for group, messages in groups.items():  # their records are stored already
+                self._hand_back(group, tuple(messages), journaled=True)
         elif isinstance(effect, Reauthenticate):
             if self._reauth is None:
                 self._reauth = Reauthentication(self._node.settings.auth, self.client_id)

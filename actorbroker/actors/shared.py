@@ -44,7 +44,8 @@ from typing import Any
 
 from pykka import ActorDeadError
 
-from actorbroker.persistence.records import Record, SessionDropped, SharedPending, SharedRouted
+from actorbroker.durable.journal import handed_back_records
+from actorbroker.persistence.records import SharedRouted
 from actorbroker.routing import FilterTrie, SharedFilter, SharedGroup, Strategy, parse_shared
 from actorbroker.session import AppMessage
 
@@ -139,15 +140,8 @@ def journal_handed_back(storage: Any, group: str, client_id: str,
     registry's ``SharedRouted`` names the next member."""
     if storage is None:
         return
-    ts = int(time.time() * 1e6)
-    records: list[Record] = []
-    for m in messages:
-        if m.log_offset >= 0:
-            if durable:
-                records.append(SessionDropped(client_id, m.log_offset, "shared_handed_back",
-                                              timestamp_us=ts))
-            records.append(SharedPending(group, m.log_offset, m.qos, m.retain, m.topic, m.size,
-                                         timestamp_us=ts))
+    records = handed_back_records(client_id, ((group, m) for m in messages), durable,
+                                  int(time.time() * 1e6))
     if records:
         try:
             storage.tell(Append(tuple(records), None, 0))

@@ -22,6 +22,8 @@ PUBLISH QoS 1/2 to the client (not DUP)    ``OutboundSent``          durable ses
 PUBACK / PUBREC / PUBCOMP from the client  ``PubAckReceived`` ...    only: the packets
 PUBREL from the client                     ``PubRelReceived``        after them wait
 a logged message dropped for the client    ``SessionDropped``        until they are stored
+shared messages handed back to the group   ``SessionDropped`` (durable) + ``SharedPending``,
+                                           in one append
 =========================================  ======================================
 """
 
@@ -55,6 +57,8 @@ from actorbroker.persistence.records import (
     Record,
     RetainedSet,
     SessionConnected,
+    SessionDropped,
+    SharedPending,
     Subscribed,
     WillSet,
 )
@@ -65,6 +69,7 @@ __all__ = [
     "ack_records",
     "blob_of",
     "connected_record",
+    "handed_back_records",
     "message_of",
     "options_of",
     "properties_of",
@@ -237,4 +242,25 @@ def queued_records(client_id: str, deliveries: Iterable[object], ts: int) -> lis
             out.append(SessionQueued(client_id, offset, qos, getattr(delivery, "retain", False), (),
                                      getattr(message, "topic", ""), getattr(message, "size", 0),
                                      timestamp_us=ts))
+    return out
+
+
+def handed_back_records(client_id: str, handed: Iterable[tuple[str, AppMessage]], durable: bool,
+                        ts: int) -> list[Record]:
+    """A member hands logged messages back to their shared groups: for each ``(group,
+    message)``, out of a durable member's queue (``SessionDropped``) and owed by the group
+    again (``SharedPending``).
+
+    Both go in one append: the member's drop alone, stored without the
+    group's debt (a stop between two appends did that), loses the message.
+    """
+    out: list[Record] = []
+    for group, message in handed:
+        if message.log_offset < 0:
+            continue
+        if durable:
+            out.append(SessionDropped(client_id, message.log_offset, "shared_handed_back",
+                                      timestamp_us=ts))
+        out.append(SharedPending(group, message.log_offset, message.qos, message.retain,
+                                 message.topic, message.size, timestamp_us=ts))
     return out

@@ -19,7 +19,7 @@ Modules: :mod:`.gateway` (the interface, as Protocols), :mod:`.server`
 
 from .connection import MqttConnection
 from .gateway import Connection, Gateway, SessionPort
-from .loop import install_policy, new_event_loop, run
+from .loop import new_event_loop, run
 from .server import Listener, start_listener
 from .settings import ConnectionSettings
 from .stats import TransportStats
@@ -32,7 +32,6 @@ __all__ = [
     "MqttConnection",
     "SessionPort",
     "TransportStats",
-    "install_policy",
     "new_event_loop",
     "run",
     "start_listener",

@@ -20,7 +20,7 @@ Modules: :mod:`.gateway` (the interface, as Protocols), :mod:`.server`
 from .connection import MqttConnection
 from .gateway import Connection, Gateway, SessionPort
 from .loop import new_event_loop, run
-from .server import Listener, start_listener
+from .server import Listener, bind_listener, start_listener
 from .settings import ConnectionSettings
 from .stats import TransportStats
 
@@ -32,6 +32,7 @@ __all__ = [
     "MqttConnection",
     "SessionPort",
     "TransportStats",
+    "bind_listener",
     "new_event_loop",
     "run",
     "start_listener",

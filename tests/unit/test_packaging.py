@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import configparser
 import re
+import shutil
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -105,3 +107,13 @@ def test_make_installs_the_pins_and_run_installs_no_extra() -> None:
 def test_no_deprecated_uvloop_policy() -> None:
     sources = [p.read_text() for p in (ROOT / "actorbroker").rglob("*.py")]
     assert not [s for s in sources if "EventLoopPolicy" in s]
+
+
+def test_make_run_passes_the_config_the_port_and_any_flag() -> None:
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    dry = subprocess.run(["make", "-n", "-o", "venv-run", "-o", ".venv/.installed-run", "run",
+                          "CONFIG=my.toml", "PORT=1884", "ARGS=--log-level debug"],
+                         cwd=ROOT, capture_output=True, text=True, check=True)
+    assert dry.stdout.split() == [".venv/bin/actorbroker", "serve", "--config", "my.toml",
+                                  "--port", "1884", "--log-level", "debug"]

@@ -22,6 +22,12 @@ Embedding (on a running loop, uvloop in production)::
     ...
     await broker.stop()
 
+Without ``[node] data_dir`` an embedded broker keeps everything in memory
+and writes no file (``serve`` defaults it to ./data). Before any actor,
+:func:`actorbroker.startup.preflight` checks the data directory and binds
+the listeners, so that a start that fails says why in one line and leaves
+nothing on disk.
+
 From synchronous code (tests, scripts), a uvloop loop in a background thread::
 
     with Broker.run_in_thread(config) as running:

@@ -6,9 +6,12 @@ the broker: actorbroker.app; credentials: actorbroker.auth; Spark jobs:
 actorbroker.pipeline.commands, which loads pyspark only when a job runs).
 ``serve`` runs
 until SIGTERM or SIGINT, which
-stop it gracefully (listeners first, then the supervision tree).
+stop it gracefully (listeners first, then the supervision tree). It takes
+Mosquitto's ``-c FILE`` and ``-p N`` too, keeps its state in ./data unless
+told otherwise, and logs to stderr with UTC timestamps.
 Exit codes: 0 done, 1 invalid configuration or the broker failed (e.g. its
-port is in use), 2 bad usage (argparse).
+port is in use: one line says why, see actorbroker.startup), 2 bad usage
+(argparse).
 """
 
 from __future__ import annotations

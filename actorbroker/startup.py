@@ -74,7 +74,10 @@ class Preflight:
 
 
 async def preflight(config: Config) -> Preflight:
-    """Check the data directory and bind every listener; :class:`BrokerStartError` if one cannot be."""
+    """Check the data directory and bind every listener.
+
+    Raises :class:`BrokerStartError` with the one line to show when either cannot be used.
+    """
     data_dir = config.node.data_dir
     created = None
     if data_dir is not None and config.storage.durability != "memory":

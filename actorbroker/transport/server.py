@@ -9,8 +9,9 @@
 
 A :class:`Listener` owns its listening sockets (one per address the bind
 name resolves to, both loopbacks for ``localhost``; bound by
-:func:`bind_listener`, possibly before the listener starts), an :class:`~.acceptor.Acceptor` per socket, and the set
-of its live connections. Each accepted socket becomes one
+:func:`bind_listener`, possibly before the listener starts), an
+:class:`~.acceptor.Acceptor` per socket, and the set of its live
+connections. Each accepted socket becomes one
 :class:`~.connection.MqttConnection` through
 ``loop.connect_accepted_socket``: the seam where TLS (its ``ssl=``
 argument) and WebSocket (a protocol that unwraps frames around the

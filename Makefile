@@ -7,41 +7,49 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 EXTRAS := test,bench,pipeline
-PIP    := $(BIN)/python -m pip install -q -c constraints.txt
 DEPS   := setup.cfg pyproject.toml constraints.txt
+# The venv's own pip when it has one, else the host's (pip 22.3+ installs into
+# another interpreter with --python).
+PIP_CMD = $$(test -x $(BIN)/pip && echo $(BIN)/python -m pip || echo $(PYTHON) -m pip --python $(BIN)/python)
+PIP     = $(PIP_CMD) install -q -c constraints.txt
 
 .PHONY: run test sysdeps venv venv-run lint typecheck pytest statecharts docs bench constraints clean
 
+# The broker runs from this tree: no package build, so a fresh clone serves in seconds.
 run: venv-run
-	$(BIN)/actorbroker serve $(if $(CONFIG),--config $(CONFIG)) $(if $(PORT),--port $(PORT)) $(ARGS)
+	$(BIN)/python -m actorbroker.cli serve $(if $(CONFIG),--config $(CONFIG)) $(if $(PORT),--port $(PORT)) $(ARGS)
 
 test: sysdeps venv lint typecheck pytest
 
 sysdeps:
 	@bash scripts/install-sysdeps.sh
 
-# The broker alone (pykka, uvloop, dill): what `make run` needs, in seconds.
+# Without a pip of its own when the host's can fill it: ensurepip alone takes 4 s
+# on an idle machine and 20 s on a busy one.
+$(BIN)/python:
+	$(PYTHON) -m venv --without-pip $(VENV)
+	$(PYTHON) -m pip --python $(BIN)/python --version >/dev/null 2>&1 || $(BIN)/python -m ensurepip -q
+
+# The broker's own dependencies (pykka, uvloop, dill), as setup.cfg lists them.
 venv-run: $(VENV)/.installed-run
 
-$(VENV)/.installed-run: $(DEPS)
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(PIP) -e .
+$(VENV)/.installed-run: $(DEPS) | $(BIN)/python
+	$(PYTHON) scripts/broker-requirements.py > $(VENV)/requirements-run.txt
+	$(PIP) -r $(VENV)/requirements-run.txt
 	touch $@
 
-# Every extra: tests, linters, benchmarks, the Spark pipeline.
+# The package (editable) with every extra: tests, linters, benchmarks, the Spark pipeline.
 venv: $(VENV)/.installed-all
 
-$(VENV)/.installed-all: $(DEPS)
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
+$(VENV)/.installed-all: $(DEPS) | $(BIN)/python
+	$(PIP_CMD) install -q --upgrade pip
 	$(PIP) -e '.[$(EXTRAS)]'
 	touch $@ $(VENV)/.installed-run
 
 # On purpose only: pins what the ranges of setup.cfg resolve to today.
-constraints:
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q --upgrade --upgrade-strategy eager -e '.[$(EXTRAS)]'
+constraints: | $(BIN)/python
+	$(PIP_CMD) install -q --upgrade pip
+	$(PIP_CMD) install -q --upgrade --upgrade-strategy eager -e '.[$(EXTRAS)]'
 	$(BIN)/python scripts/freeze-constraints.py $(EXTRAS) constraints.txt
 	touch $(VENV)/.installed-all $(VENV)/.installed-run
 

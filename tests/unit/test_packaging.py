@@ -6,6 +6,7 @@ import configparser
 import re
 import shutil
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -93,15 +94,20 @@ def test_make_installs_the_pins_and_run_installs_no_extra() -> None:
     assert re.search(r"^run: venv-run$", makefile, re.M)
     assert re.search(r"^test: .*\bvenv\b", makefile, re.M)
     recipe = makefile.split("$(VENV)/.installed-run:", 1)[1].split("\n\n", 1)[0]
-    assert "$(PIP) -e .\n" in recipe + "\n"
-    assert "PIP    := $(BIN)/python -m pip install -q -c constraints.txt" in makefile
+    assert "$(PIP) -r $(VENV)/requirements-run.txt" in recipe
+    assert "PIP     = $(PIP_CMD) install -q -c constraints.txt" in makefile
     # Only the refresh target resolves afresh; every other install goes through $(PIP).
-    installs = [line for line in makefile.splitlines() if "pip install" in line
-                and "$(PIP)" not in line and "--upgrade pip" not in line]
-    assert installs == [
-        "PIP    := $(BIN)/python -m pip install -q -c constraints.txt",
-        "\t$(BIN)/python -m pip install -q --upgrade --upgrade-strategy eager -e '.[$(EXTRAS)]'",
-    ]
+    unpinned = [line.strip() for line in makefile.splitlines()
+                if " install " in line and "$(PIP)" not in line and "--upgrade pip" not in line
+                and line.startswith("\t")]
+    assert unpinned == [
+        "$(PIP_CMD) install -q --upgrade --upgrade-strategy eager -e '.[$(EXTRAS)]'"]
+
+
+def test_make_run_installs_setup_cfgs_install_requires() -> None:
+    listed = subprocess.run([sys.executable, str(ROOT / "scripts" / "broker-requirements.py")],
+                            capture_output=True, text=True, check=True).stdout.split()
+    assert [Requirement(r) for r in listed] == _requirements()["install"]
 
 
 def test_no_deprecated_uvloop_policy() -> None:
@@ -115,5 +121,5 @@ def test_make_run_passes_the_config_the_port_and_any_flag() -> None:
     dry = subprocess.run(["make", "-n", "-o", "venv-run", "-o", ".venv/.installed-run", "run",
                           "CONFIG=my.toml", "PORT=1884", "ARGS=--log-level debug"],
                          cwd=ROOT, capture_output=True, text=True, check=True)
-    assert dry.stdout.split() == [".venv/bin/actorbroker", "serve", "--config", "my.toml",
-                                  "--port", "1884", "--log-level", "debug"]
+    assert dry.stdout.split() == [".venv/bin/python", "-m", "actorbroker.cli", "serve", "--config",
+                                  "my.toml", "--port", "1884", "--log-level", "debug"]

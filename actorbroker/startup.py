@@ -42,7 +42,7 @@ __all__ = ["BrokerStartError", "Preflight", "held_tracebacks", "preflight", "roo
 _LISTEN_HINTS = {
     errno.EADDRINUSE: ("address already in use", "another broker running? set --port"),
     errno.EADDRNOTAVAIL: ("address not available", "not an address of this host? set --bind"),
-    errno.EACCES: ("permission denied", "ports below 1024 need root; set --port"),
+    errno.EACCES: ("permission denied", "ports below 1024 need privileges; set --port"),
 }
 
 

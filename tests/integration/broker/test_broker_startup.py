@@ -7,6 +7,7 @@ ERROR line, exit status 1, no traceback, and nothing created on disk.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
@@ -20,6 +21,7 @@ from mqtt_testkit import RawClient, Serve, broker_config
 
 from actorbroker.app import Broker
 from actorbroker.config.mosquitto import HINT
+from actorbroker.startup import listen_failure
 
 #: An ERROR line, with the log's timestamp (UTC, ISO 8601, Z).
 ERROR = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z ERROR   actorbroker: "
@@ -168,3 +170,17 @@ def test_localhost_listens_on_both_loopbacks(tmp_path: Path) -> None:
             client = RawClient(address, running.port)
             assert client.connect(f"via-{address}").reason_code == 0
             client.disconnect()
+
+
+@pytest.mark.parametrize(("host", "port", "error", "line"), [
+    ("::1", 80, OSError(errno.EACCES, "Permission denied"),
+     "cannot listen on [::1]:80: permission denied (ports below 1024 need privileges; set --port)"),
+    ("127.0.0.1", 1883, OSError(errno.EACCES, "Permission denied"),
+     "cannot listen on 127.0.0.1:1883: permission denied (set --port)"),
+    ("broker.example", 1883, socket.gaierror(socket.EAI_NONAME, "Name or service not known"),
+     "cannot listen on broker.example:1883: the name does not resolve (set --bind)"),
+])
+def test_bind_failures_that_this_host_cannot_stage(host: str, port: int, error: OSError,
+                                                   line: str) -> None:
+    """Root may bind below 1024 and DNS may be unreachable here: the wording, from the errors."""
+    assert listen_failure(host, port, error) == line

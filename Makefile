@@ -35,7 +35,8 @@ venv-run: $(VENV)/.installed-run
 
 $(VENV)/.installed-run: $(DEPS) | $(BIN)/python
 	$(PYTHON) scripts/broker-requirements.py > $(VENV)/requirements-run.txt
-	$(PIP) -r $(VENV)/requirements-run.txt
+	@echo "pip install -c constraints.txt -r $(VENV)/requirements-run.txt"
+	@$(PIP) -r $(VENV)/requirements-run.txt
 	touch $@
 
 # The package (editable) with every extra: tests, linters, benchmarks, the Spark pipeline.

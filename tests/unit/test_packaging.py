@@ -94,12 +94,12 @@ def test_make_installs_the_pins_and_run_installs_no_extra() -> None:
     assert re.search(r"^run: venv-run$", makefile, re.M)
     assert re.search(r"^test: .*\bvenv\b", makefile, re.M)
     recipe = makefile.split("$(VENV)/.installed-run:", 1)[1].split("\n\n", 1)[0]
-    assert "$(PIP) -r $(VENV)/requirements-run.txt" in recipe
+    assert "@$(PIP) -r $(VENV)/requirements-run.txt" in recipe
     assert "PIP     = $(PIP_CMD) install -q -c constraints.txt" in makefile
     # Only the refresh target resolves afresh; every other install goes through $(PIP).
     unpinned = [line.strip() for line in makefile.splitlines()
                 if " install " in line and "$(PIP)" not in line and "--upgrade pip" not in line
-                and line.startswith("\t")]
+                and line.startswith("\t") and not line.startswith("\t@echo")]
     assert unpinned == [
         "$(PIP_CMD) install -q --upgrade --upgrade-strategy eager -e '.[$(EXTRAS)]'"]
 

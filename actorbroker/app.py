@@ -22,6 +22,12 @@ Embedding (on a running loop, uvloop in production)::
     ...
     await broker.stop()
 
+Without ``[node] data_dir`` an embedded broker keeps everything in memory
+and writes no file (``serve`` defaults it to ./data). Before any actor,
+:func:`actorbroker.startup.preflight` checks the data directory and binds
+the listeners, so that a start that fails says why in one line and leaves
+nothing on disk.
+
 From synchronous code (tests, scripts), a uvloop loop in a background thread::
 
     with Broker.run_in_thread(config) as running:
@@ -59,12 +65,12 @@ from actorbroker import collector
 from actorbroker.actors.durable_tree import STORAGE_START_TIMEOUT, durable_children
 from actorbroker.codec import Properties, ReasonCode
 from actorbroker.config import Config, ListenerConfig
-from actorbroker.errors import AuthError, BrokerError
+from actorbroker.errors import AuthError
+from actorbroker.startup import BrokerStartError, Preflight, held_tracebacks, preflight, root_cause
 from actorbroker.transport import TransportStats, new_event_loop, run, start_listener
 from supervisors import (
     ChildKind,
     ChildSpec,
-    Crash,
     ExitReason,
     Intensity,
     ShardedSupervisor,
@@ -85,25 +91,6 @@ T = TypeVar("T")
 #: A session crash restarts that session; only a storm of them escalates.
 SESSION_SHARD_INTENSITY = Intensity(max_restarts=100, period=10.0)
 CORE_INTENSITY = Intensity(max_restarts=3, period=10.0)
-
-
-class BrokerStartError(BrokerError):
-    """The broker could not start (e.g. a listener's address is in use)."""
-
-
-def _root_cause(reason: ExitReason) -> str:
-    """The innermost error of a failed start, e.g. ``OSError(98, 'Address in use')``."""
-    error: BaseException | None = reason.exception if isinstance(reason, Crash) else None
-    while error is not None:
-        inner = getattr(error, "reason", None)
-        if isinstance(inner, Crash):
-            error = inner.exception
-            continue
-        cause = error.__cause__
-        if cause is None:
-            return repr(error)
-        error = cause
-    return str(reason)
 
 
 class Broker:
@@ -153,11 +140,16 @@ class Broker:
         """
         if self._root is not None:
             raise RuntimeError("the broker was started already")
+        prepared = await preflight(self.config)  # nothing on disk or in the tree yet
+        if self.config.node.data_dir is None:
+            log.info("no data directory: sessions and messages are kept in memory only "
+                     "([node] data_dir keeps them)")
         node = self.node = Node(self.settings, stats=self.stats)
         node.gateway = gateway = SessionGateway(node)
         listeners = [
             ChildSpec(id=f"listener-{index}",
-                      start=partial(ListenerActor.start, partial(self._open, listener, gateway),
+                      start=partial(ListenerActor.start,
+                                    partial(self._open, listener, gateway, prepared, index),
                                     partial(self._on_bound, index)),
                       shutdown=15.0, start_timeout=15.0)
             for index, listener in enumerate(self.config.listeners)
@@ -175,7 +167,8 @@ class Broker:
             await which_children(self._root)  # answered once every child has started
         except ActorDeadError:
             reason = await self._exit
-            raise BrokerStartError(f"the broker failed to start: {_root_cause(reason)}") from None
+            prepared.failed()
+            raise BrokerStartError(f"the broker failed to start: {root_cause(reason)}") from None
         log.info("actorbroker started: listening on %s",
                  ", ".join(f"{c.bind}:{p}" for c, p in zip(self.config.listeners, self.ports)))
 
@@ -207,9 +200,10 @@ class Broker:
             ChildSpec(id="sys", start=partial(SysActor.start, node)),
         ]
 
-    async def _open(self, listener: ListenerConfig, gateway: SessionGateway) -> ListenerHandle:
+    async def _open(self, listener: ListenerConfig, gateway: SessionGateway,
+                    prepared: Preflight, index: int) -> ListenerHandle:
         handle: ListenerHandle = await start_listener(listener, self.config.limits, gateway,
-                                                      self.stats)
+                                                      self.stats, sockets=prepared.take(index))
         reference = self.settings.server_reference
         if reference:  # MQTT 5: tell clients where to go when this node shuts down
             code = (ReasonCode.SERVER_MOVED if self.settings.server_moved
@@ -356,8 +350,10 @@ def serve(config: Config) -> int:
             loop.add_signal_handler(sig, on_signal, sig)
         try:
             broker = Broker(config)  # AuthError: the credentials file cannot be used
-            await broker.start()
+            with held_tracebacks(show=config.log.level == "debug"):
+                await broker.start()
         except (BrokerStartError, AuthError) as exc:
+            log.debug("the start failed", exc_info=True)
             log.error("%s", exc)
             return 1
         collector.tune()  # a long-running process: see actorbroker/collector.py

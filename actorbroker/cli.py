@@ -6,9 +6,12 @@ the broker: actorbroker.app; credentials: actorbroker.auth; Spark jobs:
 actorbroker.pipeline.commands, which loads pyspark only when a job runs).
 ``serve`` runs
 until SIGTERM or SIGINT, which
-stop it gracefully (listeners first, then the supervision tree).
+stop it gracefully (listeners first, then the supervision tree). It takes
+Mosquitto's ``-c FILE`` and ``-p N`` too, keeps its state in ./data unless
+told otherwise, and logs to stderr with UTC timestamps.
 Exit codes: 0 done, 1 invalid configuration or the broker failed (e.g. its
-port is in use), 2 bad usage (argparse).
+port is in use: one line says why, see actorbroker.startup), 2 bad usage
+(argparse).
 """
 
 from __future__ import annotations
@@ -18,11 +21,12 @@ import getpass
 import logging
 import os
 import sys
+import time
 from collections.abc import Iterable
 from typing import TextIO
 
 from actorbroker import __version__
-from actorbroker.config import Config, check, describe, load
+from actorbroker.config import SERVE_DATA_DIR, Config, check, describe, load
 from actorbroker.errors import ConfigError, InvalidConfigError
 from actorbroker.pipeline.commands import add_parser as add_pipeline_parser
 from actorbroker.pipeline.commands import run as run_pipeline
@@ -40,13 +44,15 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the broker. Flags override the configuration file "
                     "(docs/configuration.md).",
     )
-    serve.add_argument("--config", metavar="FILE", help="TOML configuration file")
+    # -c and -p: Mosquitto's flags, for the hands that type them.
+    serve.add_argument("-c", "--config", metavar="FILE", help="TOML configuration file")
     # None means "not given": the file's value (or the default) stands.
     serve.add_argument("--bind", metavar="ADDR",
                        help="address of the first listener (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, metavar="N",
+    serve.add_argument("-p", "--port", type=int, metavar="N",
                        help="port of the first listener (default 1883)")
-    serve.add_argument("--data-dir", metavar="DIR", help="data directory (default ./data)")
+    serve.add_argument("--data-dir", metavar="DIR",
+                       help=f"data directory (default {SERVE_DATA_DIR})")
     serve.add_argument("--log-level", metavar="LEVEL",
                        help="debug, info, warning or error (default info)")
     check_config = sub.add_parser(
@@ -85,28 +91,31 @@ def _serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         _print_errors(exc.errors if isinstance(exc, InvalidConfigError) else [exc], sys.stderr)
         return 1
+    if config.node.data_dir is None:  # a server keeps its state unless told otherwise
+        config = config.with_overrides(data_dir=SERVE_DATA_DIR)
     configure_logging(config.log.level)
     log = logging.getLogger("actorbroker")
     log.info("actorbroker %s starting", __version__)
     for line in describe(config):
         log.info("  %s", line)
-    try:
-        os.makedirs(config.node.data_dir, exist_ok=True)
-    except OSError as exc:
-        log.error("cannot create the data directory %r: %s", config.node.data_dir, exc)
-        return 1
     from actorbroker.app import serve  # the broker proper: loaded only to serve
 
     return serve(config)
 
 
+class _UtcFormatter(logging.Formatter):
+    """ISO 8601 times in UTC with a Z, so that lines from hosts in other zones compare."""
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+        return f"{stamp}.{int(record.msecs):03d}Z"
+
+
 def configure_logging(level: str) -> None:
-    """Readable lines on stderr: time, level, logger, message."""
-    logging.basicConfig(
-        level=getattr(logging, level.upper()),
-        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    """Readable lines on stderr: time (UTC), level, logger, message."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_UtcFormatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
+    logging.basicConfig(level=getattr(logging, level.upper()), handlers=[handler])
 
 
 def _check_config(args: argparse.Namespace) -> int:

@@ -8,18 +8,20 @@ depends on actorbroker gets the fixture without configuration::
         ...
 
 ``mqtt_broker`` (function scope) starts a broker on 127.0.0.1, on a free
-port, with its data directory under the test's ``tmp_path``, and stops it
-after the test (closing every connection). It yields a
+port, in memory (no data directory: nothing is written to disk), and stops
+it after the test (closing every connection). It yields a
 :class:`~actorbroker.app.RunningBroker`: ``host``, ``port``, ``config``,
 ``metrics()`` (the broker's counters) and ``wait_until(predicate)``, e.g.
 ``mqtt_broker.wait_until(lambda m: m["subscriptions"] == 1)`` to know that
 a device under test has subscribed before publishing to it.
 
 To change the configuration, override the ``mqtt_broker_config`` fixture
-in your conftest.py (it receives ``tmp_path``; see :func:`broker_config`)::
+in your conftest.py (see :func:`broker_config`; any option, by its name in
+actorbroker.toml)::
 
     @pytest.fixture
     def mqtt_broker_config(tmp_path):
+        # the commit log under tmp_path, as in production; 10 queued messages
         return actorbroker.testing.broker_config(tmp_path, max_queued_messages=10)
 
 Disable the plugin with ``-p no:actorbroker``.
@@ -28,6 +30,7 @@ Disable the plugin with ``-p no:actorbroker``.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,24 +38,50 @@ from typing import Any
 import pytest
 
 from actorbroker.app import Broker, RunningBroker
-from actorbroker.config import Config, ListenerConfig, NodeConfig
+from actorbroker.config import SECTIONS, Config, ListenerConfig
 
 __all__ = ["broker_config", "mqtt_broker", "mqtt_broker_config"]
 
 
-def broker_config(tmp_path: Path, **limits: Any) -> Config:
-    """The defaults, on 127.0.0.1 port 0, data in ``tmp_path``; ``limits`` replace ``[limits]`` options."""
-    config = Config(listeners=(ListenerConfig(bind="127.0.0.1", port=0),),
-                    node=NodeConfig(name="pytest", data_dir=str(tmp_path / "actorbroker-data")))
-    if limits:
-        config = dataclasses.replace(config, limits=dataclasses.replace(config.limits, **limits))
-    return config
+def broker_config(tmp_path: Path | None = None, **options: Any) -> Config:
+    """A broker on 127.0.0.1 port 0, node "pytest", with ``options`` changed.
+
+    Without ``tmp_path`` (or a ``data_dir`` option) the broker keeps
+    everything in memory; with it, the commit log lives in
+    ``tmp_path/actorbroker-data`` as in production. ``options`` name any
+    option of actorbroker.toml (docs/configuration.md) by itself, whatever
+    its section: ``max_qos=1``, ``durability="os"``, ``interval=0`` ([sys]),
+    ``allow_anonymous=False``; a [[listeners]] option changes the first
+    listener, ``listeners=(ListenerConfig(...), ...)`` replaces them all.
+    Values are checked as in a file (:class:`~actorbroker.config.InvalidConfigError`).
+    """
+    listeners = options.pop("listeners", (ListenerConfig(bind="127.0.0.1", port=0),))
+    options.setdefault("name", "pytest")
+    if tmp_path is not None:
+        options.setdefault("data_dir", str(tmp_path / "actorbroker-data"))
+    owners = {name: section.name for section in SECTIONS for name, _ in section.options()}
+    changes: dict[str, dict[str, Any]] = {}
+    for name, value in options.items():
+        if name not in owners:
+            close = difflib.get_close_matches(name, list(owners), n=1)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            raise TypeError(f"broker_config() got an unknown option {name!r}{hint}")
+        changes.setdefault(owners[name], {})[name] = value
+    config = Config(listeners=tuple(listeners))
+    sections: dict[str, Any] = {}
+    for section, values in changes.items():
+        if section == "listeners":
+            first, *rest = config.listeners
+            sections[section] = (dataclasses.replace(first, **values), *rest)
+        else:
+            sections[section] = dataclasses.replace(getattr(config, section), **values)
+    return dataclasses.replace(config, **sections)
 
 
 @pytest.fixture
-def mqtt_broker_config(tmp_path: Path) -> Config:
+def mqtt_broker_config() -> Config:
     """The configuration ``mqtt_broker`` starts with (override it to change it)."""
-    return broker_config(tmp_path)
+    return broker_config()
 
 
 @pytest.fixture

@@ -1,9 +1,9 @@
-"""Benchmark harness: the brokers under test as subprocesses. Imports the stdlib and bench.mqttload.wire.
+"""Benchmark harness: the brokers under test as subprocesses. Imports the stdlib, psutil and bench.mqttload.wire.
 
 ``start(name, workdir)`` starts actorbroker, Mosquitto or amqtt on a free
 port of 127.0.0.1 with limits raised so that nothing is dropped, waits until
 it answers a CONNECT with a CONNACK, and returns a :class:`Broker` whose
-``rss()`` sums VmRSS (from /proc/PID/status) over the broker's process and
+``rss()`` sums the resident memory (psutil) over the broker's process and
 its descendants. A broker that is missing or fails to start raises
 :class:`BrokerUnavailable` with the reason (and the tail of its log).
 
@@ -35,6 +35,8 @@ from collections.abc import Callable
 from pathlib import Path
 from time import monotonic, sleep
 
+import psutil
+
 from bench.mqttload.wire import connect_packet
 
 __all__ = ["AMQTT_VERSION", "BROKERS", "Broker", "BrokerUnavailable", "free_port", "start"]
@@ -57,48 +59,36 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _tree(pid: int) -> list[int]:
-    """``pid`` and its live descendants."""
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        if p in out:
-            continue
-        try:
-            for task in Path(f"/proc/{p}/task").iterdir():
-                todo += [int(c) for c in (task / "children").read_text().split()]
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-        out.append(p)
-    return out
+def _tree(pid: int) -> list[psutil.Process]:
+    """``pid`` and its live descendants (empty once it is gone)."""
+    try:
+        root = psutil.Process(pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
 
 
 def _rss_tree(pid: int) -> int:
-    """Sum of VmRSS in bytes over ``pid`` and its descendants (0 once it is gone)."""
+    """Resident memory in bytes summed over ``pid`` and its descendants (0 once it is gone)."""
     total = 0
-    for p in _tree(pid):
+    for process in _tree(pid):
         try:
-            for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1]) * 1024
-        except (FileNotFoundError, ProcessLookupError):
+            total += process.memory_info().rss
+        except psutil.NoSuchProcess:  # ended between listing and reading
             continue
     return total
 
 
-_TICKS = os.sysconf("SC_CLK_TCK")
-
-
 def _cpu_tree(pid: int) -> float:
     """CPU seconds (user + system) used so far by ``pid`` and its live descendants."""
-    total = 0
-    for p in _tree(pid):
+    total = 0.0
+    for process in _tree(pid):
         try:
-            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])   # utime, stime (fields 14, 15)
-        except (FileNotFoundError, ProcessLookupError, IndexError):
+            times = process.cpu_times()
+        except psutil.NoSuchProcess:
             continue
-    return total / _TICKS
+        total += times.user + times.system
+    return total
 
 
 class Broker:

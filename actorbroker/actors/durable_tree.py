@@ -10,8 +10,9 @@ runs::
     sys
 
 A storage crash restarts everything after it (rest_for_one): sessions and
-the registry reload their state from the log. With durability memory there
-is no storage actor and no keeper: sessions live in memory only, as before.
+the registry reload their state from the log. With durability memory, or
+without a data directory (a broker embedded in code that was given none),
+there is no storage actor and no keeper: sessions live in memory only.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def durable_children(config: Config, node: Node, *,
     retry = config.retry
     node.retransmit = BackoffPolicy(retry.base, retry.factor, max(retry.base, retry.cap),
                                     retry.jitter) if retry.mqtt3_in_session else None
-    if config.storage.durability == "memory" and storage is None:
+    if storage is None and (config.storage.durability == "memory" or config.node.data_dir is None):
         node.durability = None
         return [], []
     settings = storage or StorageSettings.from_config(config)

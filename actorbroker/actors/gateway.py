@@ -43,7 +43,14 @@ from typing import Any
 from pykka import ActorDeadError, ActorRef
 
 from actorbroker.auth import Exchange
-from actorbroker.codec import ConnAck, Connect, ConnectReturnCode, Properties, ReasonCode
+from actorbroker.codec import (
+    ConnAck,
+    Connect,
+    ConnectReturnCode,
+    Properties,
+    ReasonCode,
+    protocol_name,
+)
 from actorbroker.session import Refused, check_connect
 from supervisors import ChildSpec, LoopFuture, Restart, start_sharded_child
 
@@ -268,8 +275,8 @@ def _refuse(conn: Any, connack: ConnAck | None, reason: str, packet: Connect | N
         connack = ConnAck(connack.session_present, connack.reason_code, dataclasses.replace(
             connack.properties, reason_string=reason[:200]))
     host, port = conn.peer
-    log.info("refused client %r from %s:%s (MQTT level %s): %s", conn.client_id, host, port,
-             conn.protocol_level, reason)
+    log.info("refused client %r from %s:%s (%s): %s", conn.client_id, host, port,
+             protocol_name(conn.protocol_level), reason)
     if connack is not None:
         conn.send((connack,))
     conn.close(reason=reason)

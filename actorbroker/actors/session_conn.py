@@ -18,8 +18,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from actorbroker.codec import ConnAck, protocol_name
 from actorbroker.messages import ConnectionLost, Drained
-from actorbroker.session import SessionCore, SessionState
+from actorbroker.session import Effect, Send, SessionCore, SessionState
 
 from .messages import Attach
 from .session_durable import disconnect_cause
@@ -28,9 +29,18 @@ __all__ = ["CHUNK", "ConnectionLifecycle", "peer"]
 
 log = logging.getLogger("actorbroker.session")
 
-_VERSIONS = {3: "3.1", 4: "3.1.1", 5: "5.0"}
 #: Deliveries written per conn.send while a big batch or a drained queue goes out.
 CHUNK = 64
+
+
+def _session_present(effects: list[Effect]) -> bool:
+    """Whether the CONNACK among ``effects`` says Session Present."""
+    for effect in effects:
+        if type(effect) is Send:
+            for packet in effect.packets:
+                if type(packet) is ConnAck:
+                    return packet.session_present
+    return False
 
 
 def peer(conn: Any) -> str:
@@ -97,20 +107,20 @@ class ConnectionLifecycle:
             self._run(self._core.take_over(now))  # closes the old connection, maybe its Will
             self._conn = None
             self._metrics.disconnected()
-        resumed = not attach.connect.clean_start and self._core.subscriptions
         self._conn, self._conn_id = conn, conn.conn_id
         self._metrics.connected()
         connect = attach.connect
-        log.info("client %r connected from %s (MQTT %s, clean session %d, keepalive %ds%s%s)",
-                 self.client_id, peer(conn), _VERSIONS.get(connect.protocol_level, "?"),
-                 connect.clean_start, connect.keepalive,
-                 ", id assigned" if attach.assigned else "",
-                 ", session resumed" if resumed else "")
         self._names.online.add(self.client_id)
         self._reauth = None
         self._retransmit_reset()
         effects = self._core.attach(connect, now, assigned=attach.assigned,
                                     auth_data=attach.auth_data)
+        # After attach: its CONNACK's Session Present is what "resumed" means to the client.
+        log.info("client %r connected from %s (%s, clean session %d, keepalive %ds%s%s)",
+                 self.client_id, peer(conn), protocol_name(connect.protocol_level),
+                 connect.clean_start, connect.keepalive,
+                 ", id assigned" if attach.assigned else "",
+                 ", session resumed" if _session_present(effects) else "")
         durability = self._durability
         if durability is not None:
             durability.attached(connect, self._core, peer(conn), now)

@@ -95,8 +95,11 @@ class StorageSettings:
     def from_config(cls, config: Config, **overrides: Any) -> StorageSettings:
         """The settings a configuration describes (``durability`` must not be memory)."""
         storage, limits = config.storage, config.limits
+        data_dir = overrides.pop("data_dir", config.node.data_dir)
+        if data_dir is None:
+            raise ValueError("the commit log needs a data directory ([node] data_dir)")
         values: dict[str, Any] = dict(
-            data_dir=Path(config.node.data_dir), mode=storage.durability,
+            data_dir=Path(data_dir), mode=storage.durability,
             segment_bytes=storage.segment_bytes, max_disk_bytes=storage.max_disk_bytes,
             retention=RetentionPolicy.from_config(storage.retention_hours,
                                                   storage.retention_bytes,

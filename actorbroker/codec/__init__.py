@@ -35,12 +35,14 @@ from .packets import (
     UnsubAck,
     Unsubscribe,
     Will,
+    protocol_name,
 )
 from .properties import NO_PROPERTIES, Properties, PropertyId
 from .reason_codes import ConnectReturnCode, ReasonCode
 from .topics import validate_topic_filter, validate_topic_name
 
 __all__ = [
+    "protocol_name",
     "MAX_PACKET_SIZE",
     "NO_PROPERTIES",
     "PROTOCOL_LEVELS",

@@ -21,6 +21,7 @@ from .properties import NO_PROPERTIES, Properties
 
 __all__ = [
     "PROTOCOL_LEVELS",
+    "protocol_name",
     "Auth",
     "ConnAck",
     "Connect",
@@ -44,6 +45,13 @@ __all__ = [
 
 #: Protocol levels this codec speaks: 3 (MQTT 3.1), 4 (3.1.1), 5 (5.0).
 PROTOCOL_LEVELS = (3, 4, 5)
+_VERSIONS = {3: "3.1", 4: "3.1.1", 5: "5.0"}
+
+
+def protocol_name(level: int | None) -> str:
+    """``"MQTT 3.1.1"`` for level 4: what users know a version by (logs, messages)."""
+    version = _VERSIONS.get(level) if level is not None else None
+    return f"MQTT {version}" if version else f"MQTT protocol level {level}"
 
 
 class PacketType(IntEnum):

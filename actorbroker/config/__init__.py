@@ -23,6 +23,7 @@ from .mqtt5 import AuthConfig, Mqtt5Config
 from .schema import (
     OVERRIDES,
     SECTIONS,
+    SERVE_DATA_DIR,
     Config,
     LimitsConfig,
     ListenerConfig,
@@ -38,6 +39,7 @@ from .schema import (
 __all__ = [
     "OVERRIDES",
     "SECTIONS",
+    "SERVE_DATA_DIR",
     "AuthConfig",
     "Config",
     "ConfigError",

@@ -54,10 +54,13 @@ def check_section(section: Any, name: str) -> None:
     """Refuse a section built in code with a value that a file could not hold.
 
     An integer given for a float option is stored as a float, as from a file.
+    A default needs no check (``data_dir``'s None is not a value a file can hold).
     """
     errors = []
     for item in dataclasses.fields(section):
         label = f"{name}.{item.name}"
+        if item.default is not dataclasses.MISSING and getattr(section, item.name) is item.default:
+            continue
         value, message = option_of(item).check(getattr(section, item.name), label)
         if message is not None:
             errors.append(ConfigError(message, key=label))

@@ -20,6 +20,7 @@ from typing import Any
 from actorbroker.errors import ConfigError, InvalidConfigError
 
 from .locate import KeyPath, key_lines, line_of
+from .mosquitto import HINT, mosquitto_lines
 from .options import toml_type_name
 from .schema import SECTIONS, Config, ListenerConfig, Section
 
@@ -69,6 +70,11 @@ def _parse(text: str, source: str) -> tuple[Config | None, list[ConfigError]]:
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
+        mosquitto = mosquitto_lines(text)
+        if mosquitto:
+            return None, [ConfigError(HINT, source=source, line=mosquitto[0][0]), *(
+                ConfigError(f"mosquitto's {name}: {equivalent}", source=source, line=line)
+                for line, name, equivalent in mosquitto)]
         return None, [_syntax_error(str(exc), text, source)]
     walk = _Walk(source, key_lines(text))
     config = walk.config(document)
@@ -184,10 +190,25 @@ def _a(name: str) -> str:
     return f"an {name}" if name[0] in "aeiou" else f"a {name}"
 
 
+#: Sections other brokers' users reach for, by meaning rather than spelling.
+_SECTION_ALIASES = {
+    "persistence": "[storage] (durability) or data_dir in [node]",
+    "logging": "[log]",
+    "security": "[auth]",
+    "authentication": "[auth]",
+}
+
+
 def _suggest_section(name: str) -> str:
-    """A hint for an unknown top-level key: a section, or an option written flat."""
+    """A hint for an unknown top-level key: a section, or an option written flat.
+
+    Spelling only counts when close (cutoff 0.75): at difflib's default 0.6,
+    ``persistence`` would suggest ``[[listeners]]``.
+    """
+    if name.lower() in _SECTION_ALIASES:
+        return f"; did you mean {_SECTION_ALIASES[name.lower()]}?"
     headers = {s.name: s.header for s in SECTIONS}
-    close = difflib.get_close_matches(name, list(headers), n=1)
+    close = difflib.get_close_matches(name, list(headers), n=1, cutoff=0.75)
     if close:
         return f"; did you mean {headers[close[0]]}?"
     return _elsewhere(name, exclude=None) or ""

@@ -10,6 +10,7 @@ import dataclasses
 import textwrap
 from pathlib import Path
 
+from .mosquitto import MOSQUITTO_OPTIONS
 from .options import Option, toml_literal
 from .schema import OVERRIDES, SECTIONS, Config, Section
 
@@ -44,11 +45,12 @@ def render_markdown() -> str:
         "",
         f"<!-- {_GENERATED} -->",
         "",
-        "actorbroker reads one TOML file, given with `actorbroker serve --config FILE`.",
-        "Every option has a default, so a file holds only what differs; without a file",
-        "the broker runs on the defaults: one TCP listener on 127.0.0.1:1883, data in",
-        "`./data`. Values are taken from the defaults, then the file, then the command",
-        "line flags.",
+        "actorbroker reads one TOML file, given with `actorbroker serve --config FILE`",
+        "(or `-c FILE`, as Mosquitto). Every option has a default, so a file holds only",
+        "what differs; without a file `serve` runs on the defaults: one TCP listener on",
+        "127.0.0.1:1883, data in `./data`. Values are taken from the defaults, then the",
+        "file, then the command line flags. A broker embedded in code without a",
+        "`data_dir` keeps everything in memory and writes no file.",
         "",
         "`actorbroker check-config FILE` reports every error of a file, one per line as",
         "`FILE:LINE: message` (unknown sections and options with a suggestion, wrong",
@@ -71,6 +73,7 @@ def render_markdown() -> str:
         section = next(s for s in SECTIONS if s.name == section_name)
         where = "the first " if section.is_array else ""
         out.append(f"| `{flag}` | `{name}` of {where}`{section.header}` |")
+    out += ["", "`-p N` is `--port N`, as Mosquitto's flag."]
     for section in SECTIONS:
         out += ["", f"## `{section.header}`", ""]
         out.append(" ".join((section.cls.__doc__ or "").split()))
@@ -81,7 +84,38 @@ def render_markdown() -> str:
             out.append(
                 f"| `{name}` | {_cell(default)} | {_cell(spec.allowed())} | {_cell(spec.help)} |"
             )
-    return "\n".join(out) + "\n"
+    return "\n".join(out + _mosquitto_section()) + "\n"
+
+
+def _mosquitto_section() -> list[str]:
+    out = [
+        "", "## Coming from Mosquitto", "",
+        "actorbroker does not read mosquitto.conf: given one, `serve` and `check-config`",
+        "say so and translate each option they recognise. The common options and what",
+        "to write instead (\"none yet\": a feature actorbroker lacks today):",
+        "", "| mosquitto.conf | actorbroker |", "| --- | --- |",
+    ]
+    out += [f"| `{name}` | {_cell(equivalent)} |" for name, equivalent in MOSQUITTO_OPTIONS.items()]
+    out += [
+        "",
+        "A minimal translation of a typical mosquitto.conf:",
+        "",
+        "```toml",
+        "# listener 1883 0.0.0.0 / allow_anonymous false / password_file ... /",
+        "# persistence true / persistence_location /var/lib/mosquitto/",
+        "[node]",
+        'data_dir = "/var/lib/actorbroker"',
+        "",
+        "[[listeners]]",
+        'bind = "0.0.0.0"',
+        "port = 1883",
+        "",
+        "[auth]",
+        "allow_anonymous = false",
+        'scram_credentials_file = "/etc/actorbroker/credentials"',
+        "```",
+    ]
+    return out
 
 
 def _comment(text: str) -> list[str]:
@@ -109,7 +143,9 @@ def render_example() -> str:
 def describe(config: Config) -> list[str]:
     """A short summary of what a configuration will run (``serve`` prints it)."""
     node, limits = config.node, config.limits
-    lines = [f"node {node.name}, data in {node.data_dir}, log level {config.log.level}"]
+    where = (f"data in {node.data_dir}" if node.data_dir is not None
+             and config.storage.durability != "memory" else "data in memory")
+    lines = [f"node {node.name}, {where}, log level {config.log.level}"]
     for listener in config.listeners:
         most = listener.max_connections or "unlimited"
         lines.append(f"listener {listener.type} {listener.bind}:{listener.port}, "

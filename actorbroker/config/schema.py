@@ -23,6 +23,7 @@ from .storage import RetryConfig, StorageConfig
 __all__ = [
     "OVERRIDES",
     "SECTIONS",
+    "SERVE_DATA_DIR",
     "Config",
     "LimitsConfig",
     "ListenerConfig",
@@ -34,6 +35,9 @@ __all__ = [
     "StorageConfig",
     "SysConfig",
 ]
+
+#: The data directory of ``actorbroker serve`` when none is given.
+SERVE_DATA_DIR = "./data"
 
 #: The largest Remaining Length MQTT can encode (256 MiB - 1); the fixed header
 #: adds at most 5 bytes to it.
@@ -53,14 +57,19 @@ class NodeConfig:
         help="""Name of this node. It appears in log lines and in the $SYS topics,
         and it will name the node in a cluster, where it must be unique.""",
     )
-    data_dir: str = option(
-        "./data",
+    data_dir: str | None = option(
+        None,
+        kind=str,
         values="a path",
+        default_doc=f'"{SERVE_DATA_DIR}" for actorbroker serve; none in code (in memory)',
         extra=not_empty,
-        help="""Directory of the commit log, the session store and the retained
+        help=f"""Directory of the commit log, the session store and the retained
         store; created when missing. A relative path is taken from the
         directory the broker is started in, as Mosquitto's
-        persistence_location.""",
+        persistence_location. actorbroker serve uses "{SERVE_DATA_DIR}" when none
+        is given; a broker embedded in code (Broker(Config()), the mqtt_broker
+        test fixture) given none keeps everything in memory and writes no file,
+        as with [storage] durability = "memory".""",
     )
 
     def __post_init__(self) -> None:

@@ -19,8 +19,8 @@ Modules: :mod:`.gateway` (the interface, as Protocols), :mod:`.server`
 
 from .connection import MqttConnection
 from .gateway import Connection, Gateway, SessionPort
-from .loop import install_policy, new_event_loop, run
-from .server import Listener, start_listener
+from .loop import new_event_loop, run
+from .server import Listener, bind_listener, start_listener
 from .settings import ConnectionSettings
 from .stats import TransportStats
 
@@ -32,7 +32,7 @@ __all__ = [
     "MqttConnection",
     "SessionPort",
     "TransportStats",
-    "install_policy",
+    "bind_listener",
     "new_event_loop",
     "run",
     "start_listener",

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import uvloop
 
-__all__ = ["install_policy", "is_uvloop", "new_event_loop", "run"]
+__all__ = ["is_uvloop", "new_event_loop", "run"]
 
 T = TypeVar("T")
 
@@ -24,15 +24,6 @@ T = TypeVar("T")
 def new_event_loop() -> asyncio.AbstractEventLoop:
     """A new uvloop event loop (not set as the current one)."""
     return uvloop.new_event_loop()
-
-
-def install_policy() -> None:
-    """Make ``asyncio.new_event_loop()`` and ``asyncio.run()`` create uvloop loops.
-
-    For code that creates loops itself (pytest plugins, third-party
-    runners); the broker calls :func:`run` or :func:`new_event_loop` instead.
-    """
-    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
 
 
 def run(main: Coroutine[Any, Any, T], *, debug: bool | None = None) -> T:

@@ -8,8 +8,10 @@
     await listener.close_all()           # v5 clients get DISCONNECT 0x8B, then all close
 
 A :class:`Listener` owns its listening sockets (one per address the bind
-name resolves to), an :class:`~.acceptor.Acceptor` per socket, and the set
-of its live connections. Each accepted socket becomes one
+name resolves to, both loopbacks for ``localhost``; bound by
+:func:`bind_listener`, possibly before the listener starts), an
+:class:`~.acceptor.Acceptor` per socket, and the set of its live
+connections. Each accepted socket becomes one
 :class:`~.connection.MqttConnection` through
 ``loop.connect_accepted_socket``: the seam where TLS (its ``ssl=``
 argument) and WebSocket (a protocol that unwraps frames around the
@@ -25,6 +27,7 @@ and calls ``close_all``.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import socket
 from collections.abc import Mapping
@@ -40,22 +43,27 @@ from .output import FlushQueue
 from .settings import ConnectionSettings, LimitsLike, ListenerLike
 from .stats import LogLimiter, TransportStats
 
-__all__ = ["Listener", "start_listener"]
+__all__ = ["Listener", "bind_listener", "start_listener"]
 
 log = logging.getLogger("actorbroker.transport")
 
 
 async def start_listener(config: ListenerLike, limits: LimitsLike, gateway: Gateway,
                          stats: TransportStats, *, settings: ConnectionSettings | None = None,
-                         backlog: int = 1024) -> Listener:
+                         backlog: int = 1024, sockets: list[socket.socket] | None = None
+                         ) -> Listener:
     """Bind ``config.bind``:``config.port`` and start accepting MQTT connections.
 
     ``settings`` overrides what is derived from ``limits``
-    (:meth:`ConnectionSettings.from_limits`). Raises ``OSError`` if the
-    address cannot be bound (a startup failure, for the supervisor).
+    (:meth:`ConnectionSettings.from_limits`). ``sockets``, from
+    :func:`bind_listener`, are used instead of binding anew: the broker binds
+    before it starts anything else, so that a port in use fails the start
+    before a data directory is touched. Raises ``OSError`` if the address
+    cannot be bound (a startup failure, for the supervisor).
     """
     loop = asyncio.get_running_loop()
-    sockets = await _bind(loop, config.bind, config.port, backlog)
+    if sockets is None:
+        sockets = await bind_listener(config.bind, config.port, backlog)
     listener = Listener(loop, sockets, gateway, settings or ConnectionSettings.from_limits(limits),
                         stats, max_connections=config.max_connections)
     listener.start()
@@ -185,26 +193,47 @@ class Listener:
             self._idle.set_result(None)
 
 
-async def _bind(loop: asyncio.AbstractEventLoop, host: str, port: int,
-                backlog: int) -> list[socket.socket]:
-    """One non-blocking listening socket per address ``host`` resolves to."""
+#: RFC 6761: "localhost" is the loopback. Resolvers differ (a /etc/hosts may map
+#: it to 127.0.0.1 only), and clients that try ::1 first must reach the broker too.
+_LOOPBACKS = ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1"))
+
+
+def _is_localhost(host: str) -> bool:
+    name = host.lower().rstrip(".")
+    return name == "localhost" or name.endswith(".localhost")
+
+
+async def bind_listener(host: str, port: int, backlog: int = 1024) -> list[socket.socket]:
+    """Listening, non-blocking sockets on every address ``host`` resolves to.
+
+    ``localhost`` also gets both loopback addresses, whatever the resolver
+    says; ::1 is left out on a host without IPv6 loopback. Raises
+    ``OSError`` (``socket.gaierror`` when the name does not resolve).
+    """
+    loop = asyncio.get_running_loop()
     infos = await loop.getaddrinfo(host or None, port, family=socket.AF_UNSPEC,
                                    type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    addresses = [(family, kind, proto, address) for family, kind, proto, _, address in infos]
+    optional = []
+    if _is_localhost(host):
+        for family, ip in _LOOPBACKS:
+            if not any(a[0] == family and a[3][0] == ip for a in addresses):
+                optional.append((family, socket.SOCK_STREAM, socket.IPPROTO_TCP, (ip, port)))
     sockets: list[socket.socket] = []
     seen = set()
     try:
-        for family, kind, proto, _, address in infos:
+        for index, (family, kind, proto, address) in enumerate([*addresses, *optional]):
             if (family, address) in seen:
                 continue
             seen.add((family, address))
-            sock = socket.socket(family, kind, proto)
-            sockets.append(sock)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if family == socket.AF_INET6:
-                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-            sock.bind(address)
-            sock.listen(backlog)
-            sock.setblocking(False)
+            if port == 0 and sockets:  # every socket of a listener on one port
+                address = (address[0], sockets[0].getsockname()[1], *address[2:])
+            try:
+                sockets.append(_listen(family, kind, proto, address, backlog))
+            except OSError as exc:
+                if index >= len(addresses) and exc.errno in _NO_FAMILY:
+                    continue  # no IPv6 (or IPv4) loopback on this host
+                raise
     except OSError:
         for sock in sockets:
             sock.close()
@@ -212,6 +241,24 @@ async def _bind(loop: asyncio.AbstractEventLoop, host: str, port: int,
     if not sockets:
         raise OSError(f"{host!r} resolves to no address to listen on")
     return sockets
+
+
+_NO_FAMILY = (errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL)
+
+
+def _listen(family: int, kind: int, proto: int, address: Any, backlog: int) -> socket.socket:
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind(address)
+        sock.listen(backlog)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def _address(sock: socket.socket) -> str:

@@ -8,6 +8,8 @@ message that never arrives is reported as lost, so the check can fail.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from dataclasses import replace
@@ -110,3 +112,24 @@ def test_the_baseline_broker_runs_the_source_tree_it_is_given(tmp_path, monkeypa
         assert broker.name == "baseline" and fig["ok"]
     finally:
         broker.stop()
+
+
+def test_rss_and_cpu_cover_the_process_and_its_descendants(tmp_path: Path) -> None:
+    """A parent that spawns a child which burns CPU and holds 64 MiB: both counted."""
+    child = ("import sys, time; data = bytearray(64 << 20); end = time.process_time() + 0.3\n"
+             "while time.process_time() < end: pass\n"
+             "print('ready', flush=True); sys.stdin.read()")
+    parent = (f"import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', {child!r}],"
+              " stdin=subprocess.PIPE, stdout=sys.stdout); sys.stdin.read(); p.communicate()")
+    proc = subprocess.Popen([sys.executable, "-c", parent], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    broker = Broker("tree", proc, 0, tmp_path / "log")
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        assert broker.rss() > 64 << 20
+        assert broker.cpu() >= 0.3
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(10)
+    assert broker.rss() == 0 and broker.cpu() == 0

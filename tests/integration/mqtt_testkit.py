@@ -8,7 +8,7 @@
   codec, for what paho hides or refuses to do: exact CONNACK return codes,
   DUP flags and packet ids, not acknowledging, sending broken bytes.
 * :func:`mosquitto_sub`/:func:`mosquitto_pub` run Debian's command line
-  clients as subprocesses.
+  clients as subprocesses; :class:`Serve` runs ``actorbroker serve``.
 
 Absence of a message is checked with a marker instead of a pause: publish
 a marker after the event under test on the same topic (one topic actor
@@ -17,31 +17,33 @@ keeps order) and expect the marker to be the next message.
 
 from __future__ import annotations
 
-import dataclasses
 import queue
+import re
+import signal
 import socket
 import subprocess
+import sys
 import threading
 from dataclasses import dataclass
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import paho.mqtt.client as mqtt
 
 from actorbroker.codec import ConnAck, Connect, Decoder, Disconnect, Packet, Will, encode
-from actorbroker.config import Config, ListenerConfig, NodeConfig
+from actorbroker import testing
+from actorbroker.config import Config
 
 TIMEOUT = 5.0
 PROTOCOLS = {3: mqtt.MQTTv31, 4: mqtt.MQTTv311}
 
 
-def broker_config(tmp_path: Any, **limits: Any) -> Config:
-    """Defaults, but one listener on 127.0.0.1 port 0, data under ``tmp_path``, ``[limits]`` changed."""
-    config = Config(listeners=(ListenerConfig(port=0),),
-                    node=NodeConfig(name="test", data_dir=str(tmp_path / "data")))
-    if limits:
-        config = dataclasses.replace(config, limits=dataclasses.replace(config.limits, **limits))
-    return config
+def broker_config(tmp_path: Any, **options: Any) -> Config:
+    """One listener on 127.0.0.1 port 0, node "test", the commit log in ``tmp_path/data``;
+    ``options`` change any option by its name (:func:`actorbroker.testing.broker_config`)."""
+    return testing.broker_config(**{"name": "test", "data_dir": str(tmp_path / "data"),
+                                    **options})
 
 
 @dataclass(frozen=True)
@@ -286,3 +288,47 @@ def client_factory(cls: Any, broker: Any) -> Iterator[Callable[..., Any]]:
     yield make
     for c in made:
         c.close()
+
+
+class Serve:
+    """``actorbroker serve ARGS`` in a subprocess run in ``cwd``; its log lines read by a thread."""
+
+    SCRIPT = Path(sys.executable).with_name("actorbroker")
+
+    def __init__(self, cwd: Path, *args: str) -> None:
+        self.proc = subprocess.Popen([str(self.SCRIPT), "serve", *args], cwd=cwd,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.log: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)
+
+    def wait_for(self, pattern: str, timeout: float = 15.0) -> re.Match[str]:
+        """The first new log line matching ``pattern`` (AssertionError at EOF or timeout)."""
+        while True:
+            try:
+                line = self.lines.get(timeout=timeout)
+            except queue.Empty:
+                raise AssertionError(f"no log line like {pattern!r}; log: {self.log}") from None
+            if line is None:
+                raise AssertionError(f"exited before {pattern!r}; log: {self.log}")
+            self.log.append(line)
+            match = re.search(pattern, line)
+            if match:
+                return match
+
+    def stop(self, sig: signal.Signals = signal.SIGTERM, timeout: float = 20.0) -> int:
+        self.proc.send_signal(sig)
+        return self.finish(timeout)
+
+    def finish(self, timeout: float = 20.0) -> int:
+        """Wait for the exit; every log line is in ``log`` afterwards. The exit status."""
+        status = self.proc.wait(timeout)
+        while (line := self.lines.get(timeout=5)) is not None:
+            self.log.append(line)
+        return status

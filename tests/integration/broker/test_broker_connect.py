@@ -131,3 +131,29 @@ def test_connect_and_disconnect_are_logged_with_client_id_and_reason(
                for line in lines), lines
     assert any("client 'dropped' disconnected" in line and "without DISCONNECT" in line
                for line in lines), lines
+
+
+def test_session_resumed_is_logged_whenever_session_present_is_1(
+        raw: Raw, broker: RunningBroker, caplog: pytest.LogCaptureFixture) -> None:
+    """Also for a session without subscriptions (it still had its state kept)."""
+    caplog.set_level(logging.INFO, logger="actorbroker")
+    r = raw()
+    assert not r.connect("plain", clean=False).session_present
+    r.disconnect()
+    r = raw()
+    assert r.connect("plain", clean=False).session_present
+    r.disconnect()
+    lines = [rec.getMessage() for rec in caplog.records if rec.name == "actorbroker.session"
+             and "client 'plain' connected" in rec.getMessage()]
+    assert ["session resumed" in line for line in lines] == [False, True], lines
+
+
+def test_log_lines_name_versions_as_users_know_them(
+        raw: Raw, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="actorbroker")
+    r = raw()
+    assert r.connect("", clean=False).reason_code == 0x02  # [MQTT-3.1.3-8]
+    r.expect_closed()
+    refused = [rec.getMessage() for rec in caplog.records if "refused client" in rec.getMessage()]
+    assert refused and all("(MQTT 3.1.1)" in line for line in refused), refused
+    assert "MQTT level" not in caplog.text

@@ -2,59 +2,13 @@
 
 from __future__ import annotations
 
-import queue
 import re
 import signal
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mqtt_testkit import mosquitto_pub, mosquitto_sub
-
-SCRIPT = Path(sys.executable).with_name("actorbroker")
-
-
-class Serve:
-    """``actorbroker serve`` in a subprocess; its log lines read by a thread."""
-
-    def __init__(self, tmp_path: Path, *args: str) -> None:
-        self.proc = subprocess.Popen(
-            [str(SCRIPT), "serve", "--data-dir", str(tmp_path / "data"), *args],
-            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.lines: queue.Queue[str | None] = queue.Queue()
-        self.log: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.put(line.rstrip("\n"))
-        self.lines.put(None)
-
-    def wait_for(self, pattern: str, timeout: float = 15.0) -> re.Match[str]:
-        """The first new log line matching ``pattern`` (AssertionError at EOF or timeout)."""
-        while True:
-            try:
-                line = self.lines.get(timeout=timeout)
-            except queue.Empty:
-                raise AssertionError(f"no log line like {pattern!r}; log: {self.log}") from None
-            if line is None:
-                raise AssertionError(f"exited before {pattern!r}; log: {self.log}")
-            self.log.append(line)
-            match = re.search(pattern, line)
-            if match:
-                return match
-
-    def stop(self, sig: signal.Signals = signal.SIGTERM, timeout: float = 20.0) -> int:
-        self.proc.send_signal(sig)
-        status = self.proc.wait(timeout)
-        while (line := self.lines.get(timeout=5)) is not None:
-            self.log.append(line)
-        return status
-
+from mqtt_testkit import Serve, mosquitto_pub, mosquitto_sub
 
 @pytest.fixture
 def serve(tmp_path: Path) -> Iterator[list[Serve]]:
@@ -69,7 +23,7 @@ def serve(tmp_path: Path) -> Iterator[list[Serve]]:
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_serve_talks_to_mosquitto_clients_and_stops_gracefully(
         tmp_path: Path, serve: list[Serve], sig: signal.Signals) -> None:
-    broker = Serve(tmp_path, "--port", "0", "--log-level", "info")
+    broker = Serve(tmp_path, "--data-dir", "data", "--port", "0", "--log-level", "info")
     serve.append(broker)
     port = int(broker.wait_for(r"actorbroker started: listening on 127\.0\.0\.1:(\d+)").group(1))
     assert (tmp_path / "data").is_dir()
@@ -103,12 +57,14 @@ def test_serve_talks_to_mosquitto_clients_and_stops_gracefully(
 
 def test_serve_fails_with_status_1_when_the_port_is_taken(tmp_path: Path,
                                                           serve: list[Serve]) -> None:
-    first = Serve(tmp_path, "--port", "0")
+    first = Serve(tmp_path, "--data-dir", "data", "--port", "0")
     serve.append(first)
     port = first.wait_for(r"listening on 127\.0\.0\.1:(\d+)").group(1)
     (tmp_path / "second").mkdir()  # its own data dir: the first one holds the commit log's lock
-    second = Serve(tmp_path / "second", "--port", port)
+    second = Serve(tmp_path / "second", "--data-dir", "data", "--port", port)
     serve.append(second)
     assert second.proc.wait(20) == 1
-    second.wait_for(r"failed to start: .*[Aa]ddress already in use", timeout=5)
+    second.wait_for(rf"ERROR   actorbroker: cannot listen on 127\.0\.0\.1:{port}: address already "
+                    r"in use \(another broker running\? set --port\)$", timeout=5)
+    assert not (tmp_path / "second" / "data").exists()
     assert first.stop() == 0

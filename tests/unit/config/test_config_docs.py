@@ -47,7 +47,7 @@ def test_every_option_is_documented_with_its_default() -> None:
             row = next(line for line in markdown.splitlines() if line.startswith(f"| `{name}` |"))
             assert spec.help in row
     assert '| `port` | `1883` |' in markdown
-    assert '| `data_dir` | `"./data"` |' in markdown
+    assert '| `data_dir` | "./data" for actorbroker serve; none in code (in memory) |' in markdown
     assert "| `name` | the host name |" in markdown
 
 

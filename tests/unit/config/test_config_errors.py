@@ -112,6 +112,10 @@ def test_check_and_load_read_files(tmp_path: Path) -> None:
         ("[retained]\nzzz = 1\n",
          "unknown option retained.zzz (options of [retained]: enabled, max_retained_messages)"),
         ("[frobnicate]\n", "unknown section [frobnicate]"),
+        # By meaning, not spelling: "persistence" is as close to "listeners" as difflib's 0.6.
+        ("[persistence]\nenabled = true\n",
+         "unknown section [persistence]; did you mean [storage] (durability) or data_dir in [node]?"),
+        ("[logging]\n", "unknown section [logging]; did you mean [log]?"),
     ],
 )
 def test_unknown_names_get_a_suggestion(text: str, expected: str) -> None:

@@ -106,7 +106,7 @@ class Sleeping:
         for it. Each message at the QoS its copy would have had."""
         qos0 = unlogged = 0
         for m in message.messages:
-            if type(message) is Deliver:
+            if isinstance(message, Deliver):
                 qos = min(m.qos, message.qos)
             else:
                 selected = select(message.matches, m.publisher, self.client_id)

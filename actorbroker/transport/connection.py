@@ -266,7 +266,7 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
             else:
                 self._pause(_PAUSE_HELD)
         elif routed.disconnected:
-            self._shutdown("client sent DISCONNECT", graceful=True)
+            self._disconnected(routed.deliver[-1])
 
     def _on_connect(self, packet: Connect) -> bool:
         """Hand the CONNECT to the gateway; False if the connection did not survive it."""

@@ -230,8 +230,12 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
         self.transport = None
         if not self._closing:
             self._closing = True
-            reason = f"connection lost: {exc}" if exc else "closed by the client without DISCONNECT"
-            self._tell_lost(reason, graceful=False)
+            if self._gate.state is _S.CLOSED:  # gone while its session answered its DISCONNECT
+                self._tell_lost("client sent DISCONNECT", graceful=True)
+            else:
+                reason = (f"connection lost: {exc}" if exc
+                          else "closed by the client without DISCONNECT")
+                self._tell_lost(reason, graceful=False)
         if self.on_lost is not None:
             try:
                 self.on_lost(self)

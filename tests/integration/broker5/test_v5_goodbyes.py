@@ -1,10 +1,12 @@
 """The broker's last word reaches a client that is still sending: every close that
 says why (DISCONNECT, refusing CONNACK) shuts down writing and drains the input
-before closing, so the kernel sends FIN, not a reset that loses the packet.
+before closing, so the kernel sends FIN, not a reset.
 
-Each test sends, behind the packet that ends the connection, the start of a
-QoS 0 PUBLISH of 8 MiB: more than the broker reads before it decides to close,
-so input is still unread when it does.
+Each test sends, behind the packet that ends the connection, a QoS 0 PUBLISH of
+8 MiB: more than the broker reads before it decides to close, so input is still
+unread when it does. A reset then fails the client's writes (the Paho suite's
+client, answering PUBRECs with PUBRELs, died of it before reading DISCONNECT
+0x93): each test's sending must succeed, and the reason code must be read after.
 """
 
 from __future__ import annotations

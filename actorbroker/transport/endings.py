@@ -10,9 +10,10 @@ after the last packet), keeps reading and discarding the peer's input until
 its EOF or ``_LINGER`` seconds, then closes, aborting if the peer does not
 take its last bytes within ``close_timeout``. Closing at once would lose the
 goodbye: with unread input in the socket the kernel answers with a reset
-(RST) instead of a FIN, and the peer's kernel throws away what it had not yet
-read, the DISCONNECT with it (a client that sends more than its Receive
-Maximum of QoS 2 PUBLISHes saw a reset instead of DISCONNECT 0x93). The
+(RST) instead of a FIN, the peer's next write fails with it, and a peer that
+gives up then never reads the DISCONNECT (a client answering the PUBRECs of
+more than its Receive Maximum of QoS 2 PUBLISHes saw a reset instead of
+DISCONNECT 0x93; some TCP stacks also drop what the peer had not read). The
 session is told exactly once (``ConnectionLost``). It lives apart so that the connection module stays one
 readable file (STYLE.md: under 400 lines); none of it is on the per-packet
 path, and the methods are found on the class like any other.

@@ -190,8 +190,9 @@ class ConnectionEndings:
         if transport is None or self._lost:
             return
         transport.close()
-        self._abort_timer = self._loop.call_later(
-            max(self._settings.close_timeout - _LINGER, 0.0), self._abort)
+        if transport.get_write_buffer_size():  # not taken yet: abort at close_timeout
+            self._abort_timer = self._loop.call_later(
+                max(self._settings.close_timeout - _LINGER, 0.0), self._abort)
 
     def _abort(self) -> None:
         self._abort_timer = None

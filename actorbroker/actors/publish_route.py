@@ -13,10 +13,10 @@ registry updates the topic actors before it forwards the batch, so a client
 that publishes right after subscribing, without waiting for its SUBACK,
 gets its own message through the new subscription as well (one copy with
 every identifier, as the Paho suite's reference broker does), never through
-the old subscriptions alone. All of one call's registry-bound batches travel in one
-``RouteBatchViaRegistry`` with one ``Routed`` back: a read that publishes
-to a hundred cold topics costs the session and the registry one message
-each way, not a hundred.
+the old subscriptions alone. All of one call's registry-bound batches travel
+in one ``RouteBatchViaRegistry`` with one ``Routed`` back: a read that
+publishes to a hundred cold topics costs the session and the registry one
+message each way, not a hundred.
 """
 
 from __future__ import annotations

@@ -14,9 +14,10 @@ goodbye: with unread input in the socket the kernel answers with a reset
 gives up then never reads the DISCONNECT (a client answering the PUBRECs of
 more than its Receive Maximum of QoS 2 PUBLISHes saw a reset instead of
 DISCONNECT 0x93; some TCP stacks also drop what the peer had not read). The
-session is told exactly once (``ConnectionLost``). It lives apart so that the connection module stays one
-readable file (STYLE.md: under 400 lines); none of it is on the per-packet
-path, and the methods are found on the class like any other.
+session is told exactly once (``ConnectionLost``). It lives apart so that
+the connection module stays one readable file (STYLE.md: under 400 lines);
+none of it is on the per-packet path, and the methods are found on the class
+like any other.
 """
 
 from __future__ import annotations
@@ -186,6 +187,7 @@ class ConnectionEndings:
             min(_LINGER, self._settings.close_timeout), self._linger_over)
 
     def _linger_over(self) -> None:
+        self._abort_timer = None
         transport = self.transport
         if transport is None or self._lost:
             return

@@ -6,9 +6,10 @@ it as offsets. So the session actor *hibernates*: it journals, stops, and
 a :class:`Sleeping` placeholder takes its place in the name table. For the
 rest of the broker the session still exists:
 
-* a topic actor's ``Deliver`` to it is a no-op (QoS 1/2 messages were
-  queued by the fold when their ``Publish`` was stored; QoS 0 is dropped
-  and counted ``offline_qos0``, as for any offline client);
+* a topic actor's ``Deliver`` (or MQTT 5 ``DeliverMatched``) to it is a
+  no-op (QoS 1/2 messages were queued by the fold when their ``Publish``
+  was stored; QoS 0 is dropped and counted ``offline_qos0``, as for any
+  offline client);
 * a CONNECT of its client id finds the placeholder dead (``tell`` raises
   ``ActorDeadError``), so the gateway starts a new session actor, which
   loads the state from the storage actor and resumes;
@@ -53,6 +54,7 @@ from actorbroker.durable import NEVER
 from actorbroker.durable.journal import publish_record, will_of
 from actorbroker.persistence.records import Record, SessionExpired, WillSent, WillSet
 from actorbroker.session import AppMessage
+from actorbroker.session.suboptions import select
 from supervisors import LoopActor
 
 from .durable_messages import (
@@ -67,7 +69,7 @@ from .durable_messages import (
     Tick,
 )
 from .held import with_offset
-from .messages import Attach, Deliver, RouteViaRegistry, SessionEnded, Timer
+from .messages import Attach, Deliver, DeliverMatched, RouteViaRegistry, SessionEnded, Timer
 from .node import Node
 
 __all__ = ["KeeperActor", "Sleeping"]
@@ -89,21 +91,37 @@ class Sleeping:
         self._node = node
 
     def tell(self, message: Any) -> None:
-        if type(message) is Deliver:
-            metrics = self._node.metrics
-            lost = sum(1 for m in message.messages if not min(m.qos, message.qos))
-            if lost:
-                metrics.drop("offline_qos0", lost, client_id=self.client_id,
-                             topic=message.messages[0].topic)
-            unlogged = sum(1 for m in message.messages
-                           if min(m.qos, message.qos) and m.log_offset < 0)
-            if unlogged:  # QoS 1/2 that the log refused (a full disk): nowhere to keep it
-                metrics.drop("session_unavailable", unlogged, client_id=self.client_id,
-                             topic=message.messages[0].topic)
+        cls = type(message)
+        if cls is Deliver or cls is DeliverMatched:
+            self._count_losses(message)
             return
         if type(message) is Attach:  # the gateway starts a session actor, which loads it
             self._node.woken.add(self.client_id)
         raise ActorDeadError(f"the session of {self.client_id!r} is hibernated")
+
+    def _count_losses(self, message: Deliver | DeliverMatched) -> None:
+        """Count what the log's fold did not queue for this session: QoS 0 (offline), and
+        QoS 1/2 the log refused (a full disk: nowhere to keep it). The rest comes back
+        with the session; an MQTT 5 message its subscriptions' No Local excludes was never
+        for it. Each message at the QoS its copy would have had."""
+        qos0 = unlogged = 0
+        for m in message.messages:
+            if isinstance(message, Deliver):
+                qos = min(m.qos, message.qos)
+            else:
+                selected = select(message.matches, m.publisher, self.client_id)
+                if selected is None:
+                    continue
+                qos = min(m.qos, selected.qos)
+            if not qos:
+                qos0 += 1
+            elif m.log_offset < 0:
+                unlogged += 1
+        metrics, topic = self._node.metrics, message.messages[0].topic
+        if qos0:
+            metrics.drop("offline_qos0", qos0, client_id=self.client_id, topic=topic)
+        if unlogged:
+            metrics.drop("session_unavailable", unlogged, client_id=self.client_id, topic=topic)
 
     def is_alive(self) -> bool:
         return False

@@ -7,10 +7,16 @@ message has RETAIN set (the registry holds the retained index), or while an
 earlier batch of the same topic is still on its way through the registry:
 :class:`PublishRouter` counts those per topic until the registry answers
 ``Routed``, so one publisher's messages to one topic are never reordered
-([MQTT-4.6.0-6]). All of one call's registry-bound batches travel in one
-``RouteBatchViaRegistry`` with one ``Routed`` back: a read that publishes
-to a hundred cold topics costs the session and the registry one message
-each way, not a hundred.
+([MQTT-4.6.0-6]). Every batch goes through the registry too while one of
+the session's own SUBSCRIBEs or UNSUBSCRIBEs is there unanswered: the
+registry updates the topic actors before it forwards the batch, so a client
+that publishes right after subscribing, without waiting for its SUBACK,
+gets its own message through the new subscription as well (one copy with
+every identifier, as the Paho suite's reference broker does), never through
+the old subscriptions alone. All of one call's registry-bound batches travel
+in one ``RouteBatchViaRegistry`` with one ``Routed`` back: a read that
+publishes to a hundred cold topics costs the session and the registry one
+message each way, not a hundred.
 """
 
 from __future__ import annotations
@@ -29,21 +35,24 @@ __all__ = ["PublishRouter"]
 class PublishRouter:
     """One session's routing of published batches (see the module doc)."""
 
-    __slots__ = ("_node", "_owner", "via")
+    __slots__ = ("_node", "_owner", "changing", "via")
 
     def __init__(self, node: Any, owner: Any) -> None:
         self._node = node
         self._owner = owner  # the session's ref: where Routed comes back
         self.via: dict[str, int] = {}  # topic -> batches through the registry not yet Routed
+        #: The session's subscription changes at the registry not yet answered.
+        self.changing = 0
 
     def route(self, routes: dict[str, list[AppMessage]]) -> None:
         """Hand each topic's batch to its topic actor, or to the registry."""
         topics = self._node.names.topics
         via = self.via
+        direct = not self.changing
         pending: list[tuple[str, tuple[AppMessage, ...]]] = []
         for topic, messages in routes.items():
             batch = tuple(messages)
-            if topic not in via and not any(m.retain for m in messages):
+            if direct and topic not in via and not any(m.retain for m in messages):
                 ref = topics.get(topic)
                 if ref is not None:
                     try:

@@ -121,6 +121,7 @@ class RegistryActor(DurableRegistry, LoopActor):
         self._clients: dict[str, dict[str, Grant]] = {}  # client id -> filter -> grant
         self._clean: dict[str, bool] = {}  # client id -> Clean Session of its last SUBSCRIBE
         self._retained: RetainedIndex[AppMessage] = RetainedIndex()
+        self._own_retained = 0  # of them, the broker's $SYS topics
         self._live = TopicTable(node, self.actor_ref)  # topic -> topic actor (or its port)
         self._shared = SharedIndex(node.settings.shared_strategy)
         self._hot = HotTopics(node.settings.topic_hot_window)
@@ -335,14 +336,17 @@ class RegistryActor(DurableRegistry, LoopActor):
     def _retain(self, message: AppMessage) -> None:
         self._journal_retained(message)  # registry_durable.py: QoS 0 changes
         topic, index = message.topic, self._retained
+        held = topic in index
         if not message.payload:
             index.delete(topic)
-        elif topic in index or not self._node.settings.max_retained or (
-                len(index) < self._node.settings.max_retained):
+        elif held or not self._node.settings.max_retained or (
+                len(index) - self._own_retained < self._node.settings.max_retained):
             index.set(topic, message)
         else:
             self._node.metrics.drop("retained_limit", client_id=message.publisher, topic=topic)
-        self._node.metrics.retained = len(index)
+        if topic.startswith("$SYS/"):  # the broker's own: neither counted nor limited
+            self._own_retained += (topic in index) - held
+        self._node.metrics.retained = len(index) - self._own_retained
 
     def _subscribers(self, topic: str) -> dict[str, dict[str, Grant]]:
         """Client id -> {filter: grant} of the plain subscriptions matching ``topic``."""

@@ -220,11 +220,13 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
             assert self._durability is not None
             self._durability.on_reply(message)
         elif cls is SubscriptionsAdded:
+            self._router.changing -= 1
             if self._durability is not None:
                 self._durability.subscribed(message.packet_id, message.results)
             self._run(self._core.subscribed(message.packet_id, message.results,
                                             message.retained, self._now()))
         elif cls is SubscriptionsRemoved:
+            self._router.changing -= 1
             self._run(self._core.unsubscribed(message.packet_id, self._now()))
         elif cls is Timer:
             self._run(self._core.on_timer(message.name, self._now()))
@@ -325,6 +327,7 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
     def _registry_request(self, effect: Effect) -> None:
         registry = self._node.registry()
         if isinstance(effect, RequestSubscribe):
+            self._router.changing += 1  # answered by SubscriptionsAdded
             registry.tell(AddSubscriptions(self.client_id, effect.packet_id, effect.subscriptions,
                                            self._core.clean_session, self._epoch,
                                            self.actor_ref, effect.subscription_id,
@@ -334,6 +337,8 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
                                               effect.topic_filters, self.actor_ref))
             if effect.packet_id is None:  # the core discarded the session state
                 self._epoch = self._node.next_epoch()
+            else:
+                self._router.changing += 1  # answered by SubscriptionsRemoved
 
     def _close(self, effect: Close) -> None:
         conn = self._conn

@@ -230,8 +230,12 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
         self.transport = None
         if not self._closing:
             self._closing = True
-            reason = f"connection lost: {exc}" if exc else "closed by the client without DISCONNECT"
-            self._tell_lost(reason, graceful=False)
+            if self._gate.state is _S.CLOSED:  # gone while its session answered its DISCONNECT
+                self._tell_lost("client sent DISCONNECT", graceful=True)
+            else:
+                reason = (f"connection lost: {exc}" if exc
+                          else "closed by the client without DISCONNECT")
+                self._tell_lost(reason, graceful=False)
         if self.on_lost is not None:
             try:
                 self.on_lost(self)
@@ -266,7 +270,7 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
             else:
                 self._pause(_PAUSE_HELD)
         elif routed.disconnected:
-            self._shutdown("client sent DISCONNECT", graceful=True)
+            self._disconnected(routed.deliver[-1])
 
     def _on_connect(self, packet: Connect) -> bool:
         """Hand the CONNECT to the gateway; False if the connection did not survive it."""

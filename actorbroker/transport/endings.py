@@ -5,11 +5,19 @@ meets here: the peer broke the protocol, something on our side failed, no
 CONNECT came in time, the keepalive expired, or the server closes it. Each
 says goodbye the way the client's version allows (MQTT 5: DISCONNECT with a
 reason code, or a CONNACK if nothing was answered yet), flushes what is
-queued, closes the transport (aborting it if the peer does not take its last
-bytes within ``close_timeout``) and tells the session exactly once
-(``ConnectionLost``). It lives apart so that the connection module stays one
-readable file (STYLE.md: under 400 lines); none of it is on the per-packet
-path, and the methods are found on the class like any other.
+queued and closes gracefully: it shuts down writing (the peer reads a FIN
+after the last packet), keeps reading and discarding the peer's input until
+its EOF or ``_LINGER`` seconds, then closes, aborting if the peer does not
+take its last bytes within ``close_timeout``. Closing at once would lose the
+goodbye: with unread input in the socket the kernel answers with a reset
+(RST) instead of a FIN, the peer's next write fails with it, and a peer that
+gives up then never reads the DISCONNECT (a client answering the PUBRECs of
+more than its Receive Maximum of QoS 2 PUBLISHes saw a reset instead of
+DISCONNECT 0x93; some TCP stacks also drop what the peer had not read). The
+session is told exactly once (``ConnectionLost``). It lives apart so that
+the connection module stays one readable file (STYLE.md: under 400 lines);
+none of it is on the per-packet path, and the methods are found on the class
+like any other.
 """
 
 from __future__ import annotations
@@ -18,7 +26,8 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from actorbroker.codec import ConnAck, Properties, ProtocolError, ReasonCode, encode
+from actorbroker.codec import (ConnAck, Disconnect, Packet, Properties, ProtocolError, ReasonCode,
+                               encode)
 from actorbroker.codec.states import ConnectionState
 from actorbroker.messages import ConnectionLost, Drained
 
@@ -34,6 +43,9 @@ __all__ = ["ConnectionEndings"]
 log = logging.getLogger("actorbroker.transport")
 
 _S = ConnectionState
+#: Seconds a closing connection keeps reading (and discarding) for the peer's EOF before it
+#: closes: the peer has its last packet by then, or is not reading (``close_timeout``).
+_LINGER = 1.0
 
 
 class ConnectionEndings:
@@ -55,6 +67,7 @@ class ConnectionEndings:
     _timer: asyncio.TimerHandle | None
     _abort_timer: asyncio.TimerHandle | None
     _problem_info: bool
+    _paused: int
 
     if TYPE_CHECKING:
         @property
@@ -125,14 +138,33 @@ class ConnectionEndings:
             self._goodbye(ReasonCode.KEEP_ALIVE_TIMEOUT)  # the code says it all
         self._shutdown("keepalive timeout", graceful=False)
 
+    def _disconnected(self, packet: Packet) -> None:
+        """The client sent DISCONNECT: close, or let the session answer it first.
+
+        A v5 DISCONNECT that sets a Session Expiry Interval may break
+        [MQTT-3.14.2-2] (not from 0: the session core's rule), which the
+        session answers with DISCONNECT 0x82 before it closes the connection;
+        until then (at most ``close_timeout``) the connection stays open for it.
+        """
+        if (type(packet) is Disconnect and self._gate.connack_ok
+                and packet.properties.session_expiry_interval is not None):
+            self._abort_timer = self._loop.call_later(
+                self._settings.close_timeout, self._shutdown, "client sent DISCONNECT", True)
+            return
+        self._shutdown("client sent DISCONNECT", graceful=True)
+
     # -- closing -----------------------------------------------------------------
 
-    def _shutdown(self, reason: str, *, graceful: bool, abort: bool = False) -> None:
-        """Flush what is queued, close the transport, tell the session once."""
+    def _shutdown(self, reason: str, graceful: bool, *, abort: bool = False) -> None:
+        """Flush what is queued, close the transport gracefully (see the module doc),
+        tell the session once."""
         if self._closing:
             return
         self._closing = True
         self._cancel_timer()
+        if self._abort_timer is not None:  # waiting for the session's answer to a DISCONNECT
+            self._abort_timer.cancel()
+            self._abort_timer = None
         self._gate.held.clear()
         transport = self.transport
         if transport is not None and not self._lost:
@@ -140,10 +172,29 @@ class ConnectionEndings:
                 transport.abort()
             else:
                 self._outbox.flush()
-                transport.close()
-                self._abort_timer = self._loop.call_later(self._settings.close_timeout,
-                                                          self._abort)
+                self._linger(transport)
         self._tell_lost(reason, graceful)
+
+    def _linger(self, transport: asyncio.Transport) -> None:
+        """Shut down writing, read until the peer's EOF (``eof_received`` closes), at most
+        ``_LINGER`` seconds; ``data_received`` discards what comes meanwhile."""
+        if transport.can_write_eof():  # after the buffered bytes (TLS cannot: it just lingers)
+            transport.write_eof()
+        if self._paused:
+            self._paused = 0
+            transport.resume_reading()
+        self._abort_timer = self._loop.call_later(
+            min(_LINGER, self._settings.close_timeout), self._linger_over)
+
+    def _linger_over(self) -> None:
+        self._abort_timer = None
+        transport = self.transport
+        if transport is None or self._lost:
+            return
+        transport.close()
+        if transport.get_write_buffer_size():  # not taken yet: abort at close_timeout
+            self._abort_timer = self._loop.call_later(
+                max(self._settings.close_timeout - _LINGER, 0.0), self._abort)
 
     def _abort(self) -> None:
         self._abort_timer = None

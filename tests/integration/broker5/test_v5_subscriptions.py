@@ -8,6 +8,7 @@ import pytest
 from mqtt5_testkit import Client5
 from mqtt_testkit import Client
 
+from actorbroker.actors.keeper import Sleeping
 from actorbroker.app import RunningBroker
 from actorbroker.codec import ReasonCode
 from actorbroker.config import Config
@@ -132,3 +133,26 @@ def test_messages_queued_offline_keep_their_subscription_identifiers(client5: Cl
     first, second = again.expect(), again.expect()
     assert (first.payload, first.properties["SubscriptionIdentifier"]) == (b"1", [7])
     assert (second.payload, second.properties["SubscriptionIdentifier"]) == (b"2", [7])
+
+
+def test_a_hibernated_session_with_options_counts_only_real_drops(
+        broker: RunningBroker, client5: Clients5) -> None:
+    """Messages for an offline durable session with identifiers are queued by the log, not
+    dropped (they were counted ``session_unavailable``); its QoS 0 ones are dropped."""
+    sub = client5("sleeper", connect=False)
+    sub.connect(SessionExpiryInterval=300)
+    sub.subscribe("hib/+", 1, subscription_id=9)
+    sub.disconnect()
+    broker.wait_until(lambda _: broker.call(
+        lambda: type(broker.node.names.sessions.get("sleeper")) is Sleeping))
+    publisher = client5("hib-pub")
+    publisher.publish("hib/x", b"kept", 1)
+    publisher.publish("hib/x", b"qos0", 0)
+    publisher.publish("hib/x", b"marker", 1)
+    again = client5("sleeper", connect=False)
+    assert again.connect(clean_start=False).session_present
+    got = [again.expect(), again.expect()]
+    assert [(m.payload, m.properties["SubscriptionIdentifier"]) for m in got] == [
+        (b"kept", [9]), (b"marker", [9])]
+    dropped = broker.metrics()["dropped"]
+    assert "session_unavailable" not in dropped and dropped.get("offline_qos0") == 1

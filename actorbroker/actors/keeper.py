@@ -90,6 +90,8 @@ class Sleeping:
 
     def tell(self, message: Any) -> None:
         if type(message) is Deliver:
+            if message.credit is not None:
+                message.credit.take()  # an offline session holds no publisher back
             metrics = self._node.metrics
             lost = sum(1 for m in message.messages if not min(m.qos, message.qos))
             if lost:

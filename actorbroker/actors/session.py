@@ -46,7 +46,7 @@ from typing import Any
 from pykka import ActorDeadError
 
 from actorbroker.codec import Packet, ReasonCode
-from actorbroker.messages import ConnectionLost, Drained, Inbound
+from actorbroker.messages import ConnectionLost, Drained, Inbound, ReadCredit
 from actorbroker.session import (
     AppMessage,
     HandBackShared,
@@ -68,6 +68,7 @@ from actorbroker.session import (
 from supervisors import LoopActor
 
 from .auth import Reauthentication
+from .backpressure import HoldExpired, PublisherHolds
 from .messages import (
     AddSubscriptions,
     Attach,
@@ -123,6 +124,11 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
         self._durable_init(node)  # journal, held acks, resumed queue (session_durable.py)
         self._retransmit_init(node.retransmit)  # MQTT 3.x resends while connected
         self._clock: Callable[[], float] = self.actor_loop.time  # the loop's clock, bound
+        #: The read credit of the read whose effects are carried out now (None: no read's).
+        self._credit: ReadCredit | None = None
+        self._holds = PublisherHolds(client_id, self._core.queue, self.actor_loop,
+                                     node.settings.backpressure_timeout, self._metrics,
+                                     self._tell_self)
 
     @property
     def via_registry(self) -> dict[str, int]:
@@ -182,6 +188,7 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
             self._metrics.drop("session_crashed", lost, client_id=self.client_id)
 
     def _cleanup(self, reason: str) -> None:
+        self._holds.release()
         for handle in self._timers.values():
             handle.cancel()
         self._timers.clear()
@@ -207,7 +214,14 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
     def on_receive(self, message: Any) -> None:
         cls = type(message)
         if cls is Deliver:  # the fan-out hot path first
-            self._deliver(message)
+            credit = message.credit
+            if credit is None:
+                self._deliver(message)
+            else:
+                holds = self._holds
+                holds.admit()
+                self._deliver(message)
+                holds.taken(credit, self._conn_id if self._core.attached else None)
         elif cls is Inbound:
             self._inbound(message)
         elif cls is Routed:
@@ -216,6 +230,8 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
             self._attach(message)
         elif cls is ConnectionLost:
             self._lost(message)
+            if self._conn is None and self._holds.active:
+                self._holds.detached()
         elif cls is Durable or cls is NotDurable or cls is Fetched:
             assert self._durability is not None
             self._durability.on_reply(message)
@@ -237,8 +253,18 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
             self._durability.retry()
         elif cls is Drained:
             self._drained(message)
+            if self._holds.active:
+                self._holds.check()
         elif cls is DeliverMatched:
-            self._deliver_matched(message)
+            credit = message.credit
+            if credit is None:
+                self._deliver_matched(message)
+            else:
+                self._holds.admit()
+                self._deliver_matched(message)
+                self._holds.taken(credit, self._conn_id if self._core.attached else None)
+        elif cls is HoldExpired:
+            self._holds.expired()
         elif cls is DeliverShared:
             self._deliver_shared(message)
         elif cls is CrashForTest:
@@ -248,10 +274,14 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
 
     def _inbound(self, message: Inbound) -> None:
         conn = self._conn
+        credit = message.credit
         if conn is None or message.conn_id != self._conn_id:
-            self._forward_or(message.conn_id, message)  # else: a taken-over connection
+            # Else a taken-over connection: nothing of the read goes on, its credit is back.
+            if not self._forward_or(message.conn_id, message) and credit is not None:
+                credit.take()
             return
         durability = self._durability
+        self._credit = credit  # what the read routes carries it (see actors/backpressure.py)
         try:
             if durability is not None:
                 durability.read(message.packets)
@@ -259,7 +289,11 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
             if durability is not None and durability.spool is not None:
                 durability.pump()
         finally:
-            conn.batch_done()
+            self._credit = None
+            if credit is not None:
+                credit.take()
+            if self._holds.active:  # the read's acknowledgements may have drained the queue
+                self._holds.check()
 
     # -- effects ---------------------------------------------------------------
 
@@ -319,7 +353,7 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
 
     def _route(self, routes: dict[str, list[AppMessage]]) -> dict[str, list[AppMessage]]:
         """Hand the batches on (see :mod:`.publish_route`); a new empty dict for the next."""
-        self._router.route(routes)
+        self._router.route(routes, self._credit)
         return {}
 
     def _registry_request(self, effect: Effect) -> None:
@@ -351,7 +385,10 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
 
     def _fire(self, name: str) -> None:
         self._timers.pop(name, None)
+        self._tell_self(Timer(name))
+
+    def _tell_self(self, message: Any) -> None:
         try:
-            self.actor_ref.tell(Timer(name))
+            self.actor_ref.tell(message)
         except ActorDeadError:
             pass

@@ -171,6 +171,19 @@ class LimitsConfig:
         persistent session too (within the same limits). The protocol leaves
         it to the broker; Mosquitto does not queue them by default either.""",
     )
+    backpressure_timeout: float = option(
+        1.0,
+        above=0,
+        unit="seconds",
+        help="""Longest a connected subscriber that is slower than its publishers
+        may hold them back. A publisher's socket is read again once what it
+        published was taken by its subscribers below their queue's high-water
+        mark (half of max_queued_messages and max_queued_bytes; 500 messages
+        when unlimited), so a subscriber that is only slower slows its
+        publishers instead of losing messages. One that holds a publisher this
+        long is stuck: it holds nobody any more, and its queue limits drop
+        what does not fit (queue_full) until it is back below the mark.""",
+    )
     connect_timeout: float = option(
         10.0,
         above=0,

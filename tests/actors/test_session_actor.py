@@ -145,15 +145,26 @@ def test_a_congested_connection_queues_until_drained(run: Run) -> None:
     run(main())
 
 
-def test_a_congested_connection_drops_beyond_the_queue_limit(run: Run) -> None:
+def test_a_congested_connection_holds_its_publisher_then_drops_beyond_the_queue_limit(
+        run: Run) -> None:
     async def main() -> None:
-        async with Harness(session=SessionConfig(queue=QueuePolicy(max_queued_messages=5))) as h:
+        async with Harness(session=SessionConfig(queue=QueuePolicy(max_queued_messages=5)),
+                           backpressure_timeout=0.2) as h:
             slow = await h.connect("slow")
             await _subscribe(slow, "c/t", 0)
             slow.congested = True
             pub = await h.connect("fast")
+            done = pub.batches_done
+            # One read's messages: queued beyond the limit, the publisher's credit held...
             pub.feed(*[Publish("c/t", b"x", 0) for _ in range(8)])
+            stuck = await eventually(lambda: h.node.metrics.subscribers_stuck == 1 and
+                                     (pub.batches_done, h.node.metrics.dropped))
+            # ...until the subscriber was stuck for the timeout: then its credit is back,
+            # nothing was dropped, and the limit applies to what comes next.
+            assert stuck == (done + 1, {})
+            pub.feed(*[Publish("c/t", b"y", 0) for _ in range(3)])
             await eventually(lambda: h.node.metrics.dropped == {"queue_full": 3})
+            assert pub.batches_done == done + 2  # a stuck subscriber holds nobody
     run(main())
 
 

@@ -36,6 +36,7 @@ EXPECTED_DEFAULTS: dict[tuple[str, str], object] = {
     ("limits", "max_queued_messages"): 1000,
     ("limits", "max_queued_bytes"): 0,
     ("limits", "queue_qos0_messages"): False,
+    ("limits", "backpressure_timeout"): 1.0,
     ("limits", "connect_timeout"): 10.0,
     ("limits", "max_client_id_length"): 65535,
     ("limits", "max_keepalive"): 65535,

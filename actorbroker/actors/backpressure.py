@@ -16,7 +16,11 @@ Bounded in time: a session that holds credits and has taken nothing out
 of its queue for ``timeout`` seconds is *stuck* (a subscriber that is only
 slower takes some out: the client acknowledged, its socket drained, and
 the queue may take longer than that to get below the mark when many
-publishers filled it at once). A stuck session gives every credit back,
+publishers filled it at once). It checks four times per timeout, each
+check armed once the previous one was handled: a check waits in the inbox
+behind whatever the session had to do first, so the client's progress
+(``Drained``, acknowledgements) told before it is counted, and a session
+that is itself behind (a busy loop) never takes that for a stuck client. A stuck session gives every credit back,
 holds nobody any more, and its limits apply again (what does not fit is
 dropped, counted ``queue_full``), until the queue is below the mark. So
 one stuck subscriber costs its publishers at most ``timeout`` once, and
@@ -44,16 +48,18 @@ log = logging.getLogger("actorbroker.session")
 @quick_init
 @dataclass(frozen=True, slots=True)
 class HoldExpired:
-    """The session's credits have been parked for ``backpressure_timeout`` (its own timer)."""
+    """Time to check whether the session holding credits made progress (its own timer)."""
 
 
 _EXPIRED = HoldExpired()
+#: Checks per timeout (see the module doc).
+_CHECKS = 4
 
 
 class PublisherHolds:
     """The read credits one session parks (see the module doc)."""
 
-    __slots__ = ("_client_id", "_loop", "_metrics", "_moved", "_parked", "_popped", "_queue",
+    __slots__ = ("_client_id", "_idle", "_loop", "_metrics", "_parked", "_popped", "_queue",
                  "_tell", "_timeout", "_timer", "stuck")
 
     def __init__(self, client_id: str, queue: OutboundQueue, loop: Any, timeout: float,
@@ -67,7 +73,7 @@ class PublisherHolds:
         self._parked: list[ReadCredit] = []
         self._timer: Any = None
         self._popped = 0  # the queue's progress count at the last check
-        self._moved = 0.0  # loop time of the last progress seen (or of the first park)
+        self._idle = 0  # checks in a row that found no progress
         #: Held credits past the timeout and not below the mark since: holds nobody.
         self.stuck = False
 
@@ -91,7 +97,7 @@ class PublisherHolds:
         if conn_id is not None and conn_id != credit.conn_id and not self.stuck and queue.pressed:
             self._parked.append(credit)
             if self._timer is None:
-                self._moved = self._loop.time()
+                self._idle = 0
                 self._popped = queue.popped
                 self._arm()
         else:
@@ -109,11 +115,12 @@ class PublisherHolds:
         if not self._parked:
             return
         queue = self._queue
-        now = self._loop.time()
         if queue.popped != self._popped:
             self._popped = queue.popped
-            self._moved = now
-        if queue.pressed and now - self._moved < self._timeout:
+            self._idle = 0
+        else:
+            self._idle += 1
+        if queue.pressed and self._idle < _CHECKS:
             self._arm()  # slow, not stuck (yet): hold on
             return
         if queue.pressed:
@@ -125,8 +132,7 @@ class PublisherHolds:
         self.release()
 
     def _arm(self) -> None:
-        # Checked four times per timeout: a stuck session holds for at most 1.25 x timeout.
-        self._timer = self._loop.call_later(self._timeout / 4, self._tell, _EXPIRED)
+        self._timer = self._loop.call_later(self._timeout / _CHECKS, self._tell, _EXPIRED)
 
     def detached(self) -> None:
         """The connection went: an offline session holds nobody."""

@@ -126,7 +126,8 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
         self._clock: Callable[[], float] = self.actor_loop.time  # the loop's clock, bound
         #: The read credit of the read whose effects are carried out now (None: no read's).
         self._credit: ReadCredit | None = None
-        self._holds = PublisherHolds(client_id, self._core.queue, self.actor_loop,
+        self._queue = self._core.queue
+        self._holds = PublisherHolds(client_id, self._queue, self.actor_loop,
                                      node.settings.backpressure_timeout, self._metrics,
                                      self._tell_self)
 
@@ -217,11 +218,15 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
             credit = message.credit
             if credit is None:
                 self._deliver(message)
-            else:
-                holds = self._holds
-                holds.admit()
+            else:  # see actors/backpressure.py; attributes only unless the queue is pressed
+                queue = self._queue
+                queue.elastic = not self._holds.stuck
                 self._deliver(message)
-                holds.taken(credit, self._conn_id if self._core.attached else None)
+                queue.elastic = False
+                if queue.pressed:
+                    self._holds.taken(credit, self._conn_id if self._core.attached else None)
+                else:
+                    credit.take()
         elif cls is Inbound:
             self._inbound(message)
         elif cls is Routed:

@@ -154,8 +154,12 @@ class LimitsConfig:
         minimum=0,
         zero="unlimited, not recommended",
         help="""Messages held per client beyond those in flight, while it is slow
-        or offline with a persistent session. When the queue is full, further
-        messages for that client are dropped, as in Mosquitto.""",
+        or offline with a persistent session. A connected client that is only
+        slower holds its publishers back at half of it (see
+        backpressure_timeout); when the queue of an offline client, or of a
+        stuck one, is full, further messages for it are dropped, as in
+        Mosquitto. An offline durable session's queue is bounded by [storage]
+        durable_queue_bytes instead.""",
     )
     max_queued_bytes: int = option(
         0,

@@ -63,7 +63,8 @@ class QueuePolicy:
 class OutboundQueue:
     """FIFO of deliveries waiting for the client or for the inflight window."""
 
-    __slots__ = ("_bytes", "_items", "_mark", "_mark_bytes", "elastic", "policy", "popped")
+    __slots__ = ("_bytes", "_items", "_mark", "_mark_bytes", "elastic", "policy", "popped",
+                 "pressed")
 
     def __init__(self, policy: QueuePolicy = QueuePolicy()) -> None:
         self.policy = policy
@@ -71,6 +72,9 @@ class OutboundQueue:
         self.elastic = False
         #: Deliveries taken out of the queue so far (the session's progress).
         self.popped = 0
+        #: At or above the high-water mark (see the module doc); kept current on every change,
+        #: a plain attribute because the session reads it once per delivery.
+        self.pressed = False
         self._mark = policy.max_queued_messages // 2 if policy.max_queued_messages else HIGH_WATER
         self._mark_bytes = policy.max_queued_bytes // 2 if policy.max_queued_bytes else 0
         # An empty deque is ~760 bytes and most sessions never queue anything (one per
@@ -94,6 +98,8 @@ class OutboundQueue:
             items = self._items = deque()
         items.append(delivery)
         self._bytes += size
+        if not self.pressed:
+            self.pressed = self._above()
         return None
 
     def pop(self) -> Delivery:
@@ -104,6 +110,8 @@ class OutboundQueue:
         delivery = items.popleft()
         self._bytes -= delivery.message.size
         self.popped += 1
+        if self.pressed:
+            self.pressed = self._above()
         return delivery
 
     def clear(self) -> list[Delivery]:
@@ -111,6 +119,7 @@ class OutboundQueue:
         items = list(self._items)
         self._items = ()
         self._bytes = 0
+        self.pressed = False
         return items
 
     def take(self, which: Callable[[Delivery], bool]) -> list[Delivery]:
@@ -120,11 +129,10 @@ class OutboundQueue:
             kept = [d for d in self._items if not which(d)]
             self._items = deque(kept)
             self._bytes = sum(d.message.size for d in kept)
+            self.pressed = self._above()
         return taken
 
-    @property
-    def pressed(self) -> bool:
-        """At or above the high-water mark (see the module doc)."""
+    def _above(self) -> bool:
         return len(self._items) >= self._mark or bool(
             self._mark_bytes and self._bytes >= self._mark_bytes)
 

@@ -155,8 +155,8 @@ class LimitsConfig:
         zero="unlimited, not recommended",
         help="""Messages held per client beyond those in flight, while it is slow
         or offline with a persistent session. A connected client that is only
-        slower holds its publishers back at half of it (see
-        backpressure_timeout); when the queue of an offline client, or of a
+        slower holds its publishers back at 100 messages, or half of it if
+        lower (see backpressure_timeout); when the queue of an offline client, or of a
         stuck one, is full, further messages for it are dropped, as in
         Mosquitto. An offline durable session's queue is bounded by [storage]
         durable_queue_bytes instead.""",
@@ -182,8 +182,8 @@ class LimitsConfig:
         help="""Longest a connected subscriber that is slower than its publishers
         may hold them back. A publisher's socket is read again once what it
         published was taken by its subscribers below their queue's high-water
-        mark (half of max_queued_messages and max_queued_bytes; 500 messages
-        when unlimited), so a subscriber that is only slower slows its
+        mark (100 messages, or half of max_queued_messages if lower; half of
+        max_queued_bytes when set), so a subscriber that is only slower slows its
         publishers instead of losing messages. One that holds a publisher this
         long is stuck: it holds nobody any more, and its queue limits drop
         what does not fit (queue_full) until it is back below the mark.""",

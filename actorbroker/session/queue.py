@@ -16,8 +16,9 @@ same limits). Every drop is reported by the session as a
 :class:`~actorbroker.session.effects.Dropped` effect with its reason.
 
 Backpressure (docs/architecture.md): the queue is *pressed* at its
-high-water mark, half of each limit (:data:`HIGH_WATER` messages when the
-count is unlimited); the session actor then holds back the publishers whose
+high-water mark, :data:`HIGH_WATER` messages or half of
+``max_queued_messages`` if that is fewer, and half of ``max_queued_bytes``
+when set; the session actor then holds back the publishers whose
 messages it takes. While ``elastic`` is set (the actor sets it around a
 delivery whose publisher it can hold back) the limits admit the delivery
 anyway: what such publishers can still send is bounded by their read
@@ -36,8 +37,10 @@ from .packet_ids import MAX_PACKET_ID
 
 __all__ = ["HIGH_WATER", "OutboundQueue", "QueuePolicy"]
 
-#: The high-water mark of a queue whose message count is unlimited.
-HIGH_WATER = 500
+#: The high-water mark in messages (or half the limit, if lower): enough to keep a
+#: subscriber busy while its publishers resume (a loop turn or two), few enough that a
+#: message waits about as long as in Mosquitto's short queues.
+HIGH_WATER = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +78,8 @@ class OutboundQueue:
         #: At or above the high-water mark (see the module doc); kept current on every change,
         #: a plain attribute because the session reads it once per delivery.
         self.pressed = False
-        self._mark = policy.max_queued_messages // 2 if policy.max_queued_messages else HIGH_WATER
+        limit = policy.max_queued_messages
+        self._mark = min(HIGH_WATER, limit // 2) if limit else HIGH_WATER
         self._mark_bytes = policy.max_queued_bytes // 2 if policy.max_queued_bytes else 0
         # An empty deque is ~760 bytes and most sessions never queue anything (one per
         # client: 7 MiB for 10,000 clients): the deque comes with the first delivery queued.

@@ -58,6 +58,7 @@ def test_pop_is_fifo_and_tracks_bytes() -> None:
 
 @pytest.mark.parametrize(("policy", "mark"), [
     (QueuePolicy(max_queued_messages=10), 5),
+    (QueuePolicy(max_queued_messages=1000), HIGH_WATER),
     (QueuePolicy(max_queued_messages=0), HIGH_WATER),
 ])
 def test_pressed_from_half_the_message_limit_and_elastic_admits_beyond_it(

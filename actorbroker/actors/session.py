@@ -220,7 +220,7 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
                 self._deliver(message)
             else:  # see actors/backpressure.py; attributes only unless the queue is pressed
                 queue = self._queue
-                queue.elastic = not self._holds.stuck
+                queue.elastic = self._conn is not None and not self._holds.stuck
                 self._deliver(message)
                 queue.elastic = False
                 if queue.pressed:
@@ -265,7 +265,7 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
             if credit is None:
                 self._deliver_matched(message)
             else:
-                self._holds.admit()
+                self._holds.admit(self._conn is not None)
                 self._deliver_matched(message)
                 self._holds.taken(credit, self._conn_id if self._core.attached else None)
         elif cls is HoldExpired:

@@ -168,6 +168,21 @@ def test_a_congested_connection_holds_its_publisher_then_drops_beyond_the_queue_
     run(main())
 
 
+def test_an_offline_session_holds_no_publisher_and_keeps_its_queue_limit(run: Run) -> None:
+    async def main() -> None:
+        async with Harness(session=SessionConfig(queue=QueuePolicy(max_queued_messages=5))) as h:
+            away = await h.connect("away", clean=False)
+            await _subscribe(away, "o/t", 1)
+            away.feed(Disconnect())
+            await eventually(lambda: h.node.metrics.clients_connected == 0)
+            pub = await h.connect("pub")
+            done = pub.batches_done
+            pub.feed(*[Publish("o/t", b"x", 1, packet_id=n + 1) for n in range(8)])
+            await eventually(lambda: h.node.metrics.dropped == {"queue_full": 3})
+            assert await eventually(lambda: pub.batches_done == done + 1)
+    run(main())
+
+
 def test_a_clean_start_ignores_deliveries_for_the_discarded_subscriptions(run: Run) -> None:
     async def main() -> None:
         async with Harness() as h:

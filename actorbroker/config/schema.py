@@ -154,12 +154,10 @@ class LimitsConfig:
         minimum=0,
         zero="unlimited, not recommended",
         help="""Messages held per client beyond those in flight, while it is slow
-        or offline with a persistent session. A connected client that is only
-        slower holds its publishers back at 100 messages, or half of it if
-        lower (see backpressure_timeout); when the queue of an offline client, or of a
-        stuck one, is full, further messages for it are dropped, as in
-        Mosquitto. An offline durable session's queue is bounded by [storage]
-        durable_queue_bytes instead.""",
+        or offline with a persistent session. When the queue of an offline or
+        stuck client is full (see backpressure_timeout), further messages for
+        it are dropped, as in Mosquitto; [storage] durable_queue_bytes bounds
+        an offline durable session's instead.""",
     )
     max_queued_bytes: int = option(
         0,
@@ -179,14 +177,11 @@ class LimitsConfig:
         1.0,
         above=0,
         unit="seconds",
-        help="""Longest a connected subscriber that is slower than its publishers
-        may hold them back. A publisher's socket is read again once what it
-        published was taken by its subscribers below their queue's high-water
-        mark (100 messages, or half of max_queued_messages if lower; half of
-        max_queued_bytes when set), so a subscriber that is only slower slows its
-        publishers instead of losing messages. One that holds a publisher this
-        long is stuck: it holds nobody any more, and its queue limits drop
-        what does not fit (queue_full) until it is back below the mark.""",
+        help="""How long a connected subscriber that takes nothing from its queue
+        may hold back its publishers, whose sockets are read again only once
+        their messages are queued below the subscribers' high-water mark (100
+        messages, or half the queue limits if lower). Past it the subscriber
+        is stuck: its queue limits drop what does not fit (queue_full).""",
     )
     connect_timeout: float = option(
         10.0,

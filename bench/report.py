@@ -260,7 +260,9 @@ _METHOD = """How it measures (see `bench/mqttload/`):
   counted), shared out between the publishers, so queues stay bounded and no broker
   needs to drop; QoS 1 publishers also keep at most 100 PUBLISHes unacknowledged.
 - Brokers: limits raised so nothing is dropped (queues unlimited, 100 in flight,
-  no connection limit). Mosquitto runs with its default `persistence false`
+  no connection limit), except in `defaults-q1` and `defaults-q0`: each broker's
+  default limits and no end-to-end credit, a fixed count per publisher; their
+  figure is the loss. Mosquitto runs with its default `persistence false`
   (messages in memory only; even with persistence on it would snapshot every
   30 minutes, never per message), so `pairs-q1` compares actorbroker's durable
   QoS 1 (commit log, group fsync) with Mosquitto's in-memory one. amqtt runs in

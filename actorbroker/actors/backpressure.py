@@ -82,10 +82,10 @@ class PublisherHolds:
         """Credits parked, or stuck: the session should say when its queue eases."""
         return bool(self._parked) or self.stuck
 
-    def admit(self, connected: bool) -> None:
+    def admit(self, holdable: bool) -> None:
         """A delivery with a credit comes: the queue takes it beyond its limits if the session
-        can hold its publisher (connected, not stuck)."""
-        self._queue.elastic = connected and not self.stuck
+        can hold its publisher (``holdable``: connected, and not its own client; not stuck)."""
+        self._queue.elastic = holdable and not self.stuck
 
     def taken(self, credit: ReadCredit, conn_id: int | None) -> None:
         """The delivery carrying ``credit`` was sent or queued for the session's connection

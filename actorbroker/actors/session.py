@@ -16,10 +16,9 @@ batches; live QoS 0 takes the core's fast path without effects, see
 transport enforces the keepalive).
 
 Slow subscribers: when the connection reports ``congested`` the core holds
-its output, so every delivery, QoS 0 included, waits in the session's queue
-within ``max_queued_messages``/``max_queued_bytes`` (beyond them it is
-dropped and counted ``queue_full``, as Mosquitto does); ``Drained`` releases
-the queue 64 deliveries at a time while the connection keeps up.
+its output (every delivery waits in the queue); ``Drained`` releases it 64
+at a time. Publishers are held back at the queue's high-water mark, and
+only a stuck subscriber drops (:mod:`.backpressure`).
 
 Publishing: a batch goes straight to the topic actor found in the name
 table, or through the registry, never reordered per topic ([MQTT-4.6.0-6]):
@@ -220,7 +219,8 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
                 self._deliver(message)
             else:  # see actors/backpressure.py; attributes only unless the queue is pressed
                 queue = self._queue
-                queue.elastic = self._conn is not None and not self._holds.stuck
+                queue.elastic = (self._conn is not None and credit.conn_id != self._conn_id
+                                 and not self._holds.stuck)  # it can hold this publisher
                 self._deliver(message)
                 queue.elastic = False
                 if queue.pressed:
@@ -265,7 +265,7 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
             if credit is None:
                 self._deliver_matched(message)
             else:
-                self._holds.admit(self._conn is not None)
+                self._holds.admit(self._conn is not None and credit.conn_id != self._conn_id)
                 self._deliver_matched(message)
                 self._holds.taken(credit, self._conn_id if self._core.attached else None)
         elif cls is HoldExpired:

@@ -183,6 +183,21 @@ def test_an_offline_session_holds_no_publisher_and_keeps_its_queue_limit(run: Ru
     run(main())
 
 
+def test_a_client_that_gets_what_it_publishes_is_not_held_by_its_own_queue(run: Run) -> None:
+    async def main() -> None:
+        async with Harness(session=SessionConfig(queue=QueuePolicy(max_queued_messages=5))) as h:
+            echo = await h.connect("echo")
+            await _subscribe(echo, "e/t", 0)
+            echo.congested = True
+            done = echo.batches_done
+            # Its acknowledgements come through the socket its credit would pause: the
+            # credit is back at once, and the queue keeps its limit.
+            echo.feed(*[Publish("e/t", b"x", 0) for _ in range(8)])
+            await eventually(lambda: h.node.metrics.dropped == {"queue_full": 3})
+            assert await eventually(lambda: echo.batches_done == done + 1)
+    run(main())
+
+
 def test_a_clean_start_ignores_deliveries_for_the_discarded_subscriptions(run: Run) -> None:
     async def main() -> None:
         async with Harness() as h:

@@ -4,7 +4,7 @@ Every message is a frozen slotted dataclass (never a dict); commands are
 imperative, notifications past tense (STYLE.md). Dispatch with ``match``::
 
     match message:
-        case Inbound(conn_id, packets): ...
+        case Inbound(conn_id, packets, credit): ...
         case ConnectionLost(conn_id, reason, graceful): ...
         case Drained(conn_id): ...
 
@@ -16,12 +16,64 @@ more messages here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from actorbroker.codec import Packet
 from actorbroker.codec.frozen import quick_init
 
-__all__ = ["ConnectionLost", "Drained", "Inbound"]
+__all__ = ["ConnectionLost", "Drained", "Inbound", "ReadCredit"]
+
+
+def _returned(_credit: ReadCredit) -> None:
+    """What a credit calls once it went back: nothing (it goes back once)."""
+
+
+class ReadCredit:
+    """The read credit of one ``Inbound``, back to its connection once what it routed was taken.
+
+    Not a message: a counter that travels with the read's messages (loop
+    thread only, like everything that touches it). The transport makes it
+    with one hold, the receiver's. Whoever hands the read's messages on adds
+    one hold per message it told (:meth:`hold`) before giving back its own
+    (:meth:`take`); a subscriber's session takes its hold once the delivery
+    is in its queue below the high-water mark (docs/architecture.md,
+    "Backpressure"). The last :meth:`take` gives the credit back to the
+    connection, which may then read again. :meth:`expire` gives it back
+    early (the transport's time bound): later holds and takes are no-ops for
+    the connection.
+    """
+
+    __slots__ = ("_back", "born", "conn_id", "left")
+
+    def __init__(self, back: Callable[[ReadCredit], None], conn_id: int, born: float) -> None:
+        self._back = back
+        #: The connection that read it (a session never holds back its own client: the
+        #: acknowledgements that would free it come through the same socket).
+        self.conn_id = conn_id
+        #: The loop time of the read (the transport's time bound counts from it).
+        self.born = born
+        #: Holds outstanding; the credit goes back when the last is taken.
+        self.left = 1
+
+    def hold(self, count: int) -> None:
+        """``count`` more holders (messages told that carry this credit)."""
+        self.left += count
+
+    def take(self) -> None:
+        """One holder is done; the last gives the credit back to the connection."""
+        left = self.left - 1
+        self.left = left
+        if left == 0:
+            self.expire()
+
+    def expire(self) -> None:
+        """Give the credit back now, whatever holds are left (at most once)."""
+        back, self._back = self._back, _returned
+        back(self)
+
+    def __repr__(self) -> str:
+        return f"<ReadCredit left={self.left}>"
 
 
 @quick_init
@@ -29,13 +81,16 @@ __all__ = ["ConnectionLost", "Drained", "Inbound"]
 class Inbound:
     """The packets of one read from connection ``conn_id``, in order.
 
-    One message per read, never one per packet. The receiver calls
-    ``conn.batch_done()`` once it has processed it: the transport stops
-    reading from a connection that has too many batches outstanding.
+    One message per read, never one per packet. ``credit`` is the read's
+    :class:`ReadCredit`: the receiver takes its hold once it has processed
+    the read and handed its messages on with the credit (or calls
+    ``conn.batch_done()`` if it hands nothing on): the transport stops
+    reading from a connection that has too many reads outstanding.
     """
 
     conn_id: int
     packets: tuple[Packet, ...]
+    credit: ReadCredit | None = field(default=None, compare=False)
 
 
 @quick_init

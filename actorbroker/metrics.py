@@ -94,6 +94,7 @@ class BrokerMetrics:
         "subscriptions",
         "retained",
         "topics",
+        "subscribers_stuck",
         "dropped",
         "dropped_total",
         "drop_log",
@@ -109,6 +110,7 @@ class BrokerMetrics:
         self.subscriptions = 0       # (filter, client) pairs in the registry (a gauge)
         self.retained = 0            # retained messages held (a gauge)
         self.topics = 0              # live topic actors (a gauge)
+        self.subscribers_stuck = 0   # subscribers that held publishers past backpressure_timeout
         self.dropped: dict[str, int] = {}
         self.dropped_total = 0
         self.drop_log = drop_log or DropLog()

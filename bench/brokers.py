@@ -1,7 +1,8 @@
 """Benchmark harness: the brokers under test as subprocesses. Imports the stdlib, psutil and bench.mqttload.wire.
 
 ``start(name, workdir)`` starts actorbroker, Mosquitto or amqtt on a free
-port of 127.0.0.1 with limits raised so that nothing is dropped, waits until
+port of 127.0.0.1 with limits raised so that nothing is dropped (or, with
+``defaults=True``, with each broker's default limits), waits until
 it answers a CONNECT with a CONNACK, and returns a :class:`Broker` whose
 ``rss()`` sums the resident memory (psutil) over the broker's process and
 its descendants. A broker that is missing or fails to start raises
@@ -162,28 +163,31 @@ def _launch(name: str, argv: list[str], port: int, workdir: Path,
                             f"{broker.log_tail()}")
 
 
-def _actorbroker_args(port: int, workdir: Path) -> list[str]:
+_RAISED_LIMITS = ("[limits]\nmax_inflight_messages = 100\nmax_queued_messages = 0\n"
+                  "max_queued_bytes = 0\n")
+
+
+def _actorbroker_args(port: int, workdir: Path, defaults: bool) -> list[str]:
     """``serve`` and its options: the configuration every actorbroker run uses."""
     conf = workdir / "actorbroker.toml"
     conf.write_text(
         "[log]\nlevel = \"warning\"\n\n"
         "[[listeners]]\nbind = \"127.0.0.1\"\n"
-        f"port = {port}\nmax_connections = 0\n\n"
-        "[limits]\nmax_inflight_messages = 100\nmax_queued_messages = 0\n"
-        "max_queued_bytes = 0\n"
+        f"port = {port}\nmax_connections = 0\n\n" + ("" if defaults else _RAISED_LIMITS)
     )
     return ["serve", "--config", str(conf), "--bind", "127.0.0.1", "--port", str(port),
             "--data-dir", str(workdir / "data")]
 
 
-def _actorbroker(port: int, workdir: Path) -> Broker:
+def _actorbroker(port: int, workdir: Path, defaults: bool) -> Broker:
     exe = Path(sys.executable).parent / "actorbroker"
     if not exe.exists():
         raise BrokerUnavailable(f"{exe} missing: install the project (make venv)")
-    return _launch("actorbroker", [str(exe), *_actorbroker_args(port, workdir)], port, workdir)
+    return _launch("actorbroker", [str(exe), *_actorbroker_args(port, workdir, defaults)], port,
+                   workdir)
 
 
-def _baseline(port: int, workdir: Path) -> Broker:
+def _baseline(port: int, workdir: Path, defaults: bool) -> Broker:
     """actorbroker from the source tree ``$BENCH_BASELINE`` (say, ``git worktree add
     /tmp/base HEAD~1``) with this venv: a change and its baseline in the same run."""
     tree = os.environ.get("BENCH_BASELINE", "")
@@ -191,11 +195,11 @@ def _baseline(port: int, workdir: Path) -> Broker:
         raise BrokerUnavailable("baseline: set BENCH_BASELINE to an actorbroker source tree")
     env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve())}
     argv = [sys.executable, "-c", "from actorbroker.cli import main; raise SystemExit(main())",
-            *_actorbroker_args(port, workdir)]
+            *_actorbroker_args(port, workdir, defaults)]
     return _launch("baseline", argv, port, workdir, env)
 
 
-def _mosquitto(port: int, workdir: Path) -> Broker:
+def _mosquitto(port: int, workdir: Path, defaults: bool) -> Broker:
     if not MOSQUITTO.exists():
         script = ROOT / "scripts" / "install-sysdeps.sh"
         done = subprocess.run(["bash", str(script)], capture_output=True, text=True)
@@ -203,9 +207,12 @@ def _mosquitto(port: int, workdir: Path) -> Broker:
             raise BrokerUnavailable(f"{MOSQUITTO} missing and could not be installed: "
                                     f"{done.stderr.strip()[-300:]}")
     conf = workdir / "mosquitto.conf"
+    # With defaults: Mosquitto 2.0's max_inflight_messages 20, max_queued_messages 1000
+    # (QoS 1/2 beyond those in flight; QoS 0 to an online client counts its unsent packets).
+    limits = "" if defaults else (
+        "max_queued_messages 0\nmax_queued_bytes 0\nmax_inflight_messages 100\n")
     conf.write_text(
-        f"listener {port} 127.0.0.1\nallow_anonymous true\n"
-        "max_queued_messages 0\nmax_queued_bytes 0\nmax_inflight_messages 100\n"
+        f"listener {port} 127.0.0.1\nallow_anonymous true\n{limits}"
         "max_connections -1\nset_tcp_nodelay true\npersistence false\n"
         "log_dest stderr\nlog_type error\nlog_type warning\n"
     )
@@ -231,20 +238,21 @@ def ensure_amqtt() -> Path:
     return python
 
 
-def _amqtt(port: int, workdir: Path) -> Broker:
+def _amqtt(port: int, workdir: Path, defaults: bool) -> Broker:
     python = ensure_amqtt()
     runner = ROOT / "bench" / "amqtt_runner.py"
     return _launch("amqtt", [str(python), str(runner), "--port", str(port)], port, workdir)
 
 
-BROKERS: dict[str, Callable[[int, Path], Broker]] = {
+BROKERS: dict[str, Callable[[int, Path, bool], Broker]] = {
     "actorbroker": _actorbroker, "mosquitto": _mosquitto, "amqtt": _amqtt,
     "baseline": _baseline,
 }
 
 
-def start(name: str, workdir: Path, attempts: int = 3) -> Broker:
-    """Start broker ``name`` on a free port with its working files in ``workdir``.
+def start(name: str, workdir: Path, attempts: int = 3, *, defaults: bool = False) -> Broker:
+    """Start broker ``name`` on a free port with its working files in ``workdir``
+    (``defaults``: with its default limits; amqtt has none to raise).
 
     The port is free when chosen but not reserved: another process (other
     jobs share the machine) may bind it before the broker does. A start that
@@ -253,7 +261,7 @@ def start(name: str, workdir: Path, attempts: int = 3) -> Broker:
     workdir.mkdir(parents=True, exist_ok=True)
     for attempt in range(attempts):
         try:
-            return BROKERS[name](free_port(), workdir)
+            return BROKERS[name](free_port(), workdir, defaults)
         except BrokerUnavailable as exc:
             if "already in use" not in str(exc) or attempt == attempts - 1:
                 raise

@@ -62,7 +62,7 @@ def run_one(broker: str, scenario: str, rep: int, quick: bool) -> dict[str, Any]
     rec: dict[str, Any] = {"scenario": scenario, "broker": broker, "rep": rep, "ok": False}
     with tempfile.TemporaryDirectory(prefix=f"bench-{broker}-") as tmp:
         try:
-            b = broker_mod.start(broker, Path(tmp))
+            b = broker_mod.start(broker, Path(tmp), defaults=SCENARIOS[scenario].defaults)
         except broker_mod.BrokerUnavailable as exc:
             rec["error"] = f"unavailable: {exc}"
             rec["unavailable"] = True

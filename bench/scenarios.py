@@ -4,7 +4,10 @@ Each scenario builds a :class:`~bench.mqttload.plan.LoadPlan` for a broker
 on ``host:port``; ``quick`` shrinks durations and sizes, not the shapes.
 Throughput scenarios publish for a fixed time (count as a safety bound) and
 report what the subscribers received per second, from the start barrier to
-the last delivery.
+the last delivery. The ``defaults-*`` scenarios run both brokers with their
+default limits and a generator without end-to-end credit (publishers go as
+fast as TCP and their window allow), a fixed count per publisher: their
+figure is the loss beside the throughput.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ class Scenario:
     unit: str
     higher: bool
     make: Callable[[str, int, bool], LoadPlan]
+    #: Start the brokers with their default limits (else raised so that nothing drops).
+    defaults: bool = False
 
 
 def _split(items: Sequence[object], parts: int) -> list[list[object]]:
@@ -45,13 +50,14 @@ def _flow(name: str, host: str, port: int, pubs: list[PubSpec], subs: list[SubSp
           sub_hears: dict[int, dict[int, None]] | None, *, pub_procs: int, sub_procs: int,
           duration: float, dense: bool = True, setup: float = 30.0,
           expected: Callable[[Sequence[int]], dict[int, dict[int, int]]] | None = None,
-          latency_skip: int = 0, drain: float = 2.0) -> LoadPlan:
+          latency_skip: int = 0, drain: float = 2.0, credit: bool = True) -> LoadPlan:
     """A publishers -> subscribers plan; ``sub_hears[sub]`` lists the publishers a sub gets in full."""
     msg = len(pubs[0].topics[0]) + pubs[0].payload + 4
     batch = max(4, min(128, 16384 // msg))
     common = dict(host=host, port=port, publishers=len(pubs), dense=dense, duration=duration,
                   setup_timeout=setup, drain_timeout=drain, batch=batch,
-                  latency_skip=latency_skip, credit=max(_MIN_CREDIT, _CREDIT // len(pubs)))
+                  latency_skip=latency_skip,
+                  credit=max(_MIN_CREDIT, _CREDIT // len(pubs)) if credit else 0)
     sub_groups = _split(subs, sub_procs)
     workers = [WorkerPlan("sub", i, sub_procs=len(sub_groups), subs=tuple(g), **common)  # type: ignore[arg-type]
                for i, g in enumerate(sub_groups)]
@@ -83,6 +89,25 @@ def _pairs(qos: int) -> Callable[[str, int, bool], LoadPlan]:
         return _flow(f"pairs-q{qos}", host, port, pubs, subs, {i: {i: None} for i in range(50)},
                      pub_procs=2, sub_procs=2, duration=1.0 if quick else 3.0)
     return make
+
+
+def _defaults_q1(host: str, port: int, quick: bool) -> LoadPlan:
+    """The issue's first run: 50 QoS 1 pairs, 2,000 messages each, 100 unacknowledged."""
+    count = 500 if quick else 2000
+    pubs = [PubSpec(i, f"dq1-p{i}", (f"bench/dq1/{i}",), 1, 16, count, (1,), window=100)
+            for i in range(50)]
+    subs = [SubSpec(i, f"dq1-s{i}", (f"bench/dq1/{i}",), 1) for i in range(50)]
+    return _flow("defaults-q1", host, port, pubs, subs, {i: {i: None} for i in range(50)},
+                 pub_procs=2, sub_procs=2, duration=60.0, drain=5.0, credit=False)
+
+
+def _defaults_q0(host: str, port: int, quick: bool) -> LoadPlan:
+    """The issue's second run: 8 QoS 0 publishers, 20,000 each, into one wildcard subscriber."""
+    count = 5000 if quick else 20_000
+    pubs = [PubSpec(i, f"dq0-p{i}", (f"bench/dq0/{i}",), 0, 16, count, (1,)) for i in range(8)]
+    subs = [SubSpec(0, "dq0-s0", ("bench/dq0/+",), 0)]
+    return _flow("defaults-q0", host, port, pubs, subs, {0: dict.fromkeys(range(8))},
+                 pub_procs=2, sub_procs=1, duration=60.0, drain=5.0, credit=False)
 
 
 def _fanout(host: str, port: int, quick: bool) -> LoadPlan:
@@ -204,6 +229,12 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "publishes_per_s", "publishes/s", True, _routes),
     Scenario("routes-1topic", "one topic, 6 subscribers (one filter of each shape), QoS 0",
              "publishes_per_s", "publishes/s", True, _routes_1topic),
+    Scenario("defaults-q1", "default limits, no end-to-end credit: 50 QoS 1 pairs, 2,000 "
+             "each, 100 unacknowledged", "deliveries_per_s", "msg/s", True, _defaults_q1,
+             defaults=True),
+    Scenario("defaults-q0", "default limits, no end-to-end credit: 8 QoS 0 publishers, "
+             "20,000 each -> 1 subscriber of bench/dq0/+", "deliveries_per_s", "msg/s", True,
+             _defaults_q0, defaults=True),
 )}
 
 

@@ -51,7 +51,8 @@ def durable_children(config: Config, node: Node, *,
     settings = storage or StorageSettings.from_config(config)
     limits = config.limits
     node.durability = DurabilitySettings(
-        retry=internal_backoff(config), max_queued_messages=limits.max_queued_messages, max_queued_bytes=limits.max_queued_bytes,
+        retry=internal_backoff(config), max_queued_messages=0,  # offsets: bounded by bytes
+        max_queued_bytes=config.storage.durable_queue_bytes,
         hibernate=not limits.queue_qos0_messages)
     refs = node.refs
 

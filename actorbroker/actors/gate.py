@@ -56,7 +56,9 @@ class Gate:
         return bool(self._entries)
 
     def hold(self, held: Held) -> None:
-        """Queue ``held`` behind everything held so far."""
+        """Queue ``held`` behind everything held so far; it holds the read credit of the
+        effects (if they came from a read) until its routes are carried out."""
+        held.credit = self._actor.held_credit()
         self._entries.append(held)
 
     def find(self, token: int) -> Held | None:
@@ -91,21 +93,22 @@ class Gate:
             self._route_early()
 
     def _route_early(self) -> None:
-        routes: list[Effect] = []
         for held in self._entries:
             if held.written is not None:
                 self._waiting -= 1
-                routes += held.route_early()
+                credit, held.credit = held.credit, None
+                self.carry_out(held.route_early(), credit)  # each with its read's credit
+                if credit is not None:
+                    credit.take()
             if held.blocking:
                 break
-        if routes:
-            self.carry_out(routes)
 
-    def carry_out(self, effects: list[Effect]) -> None:
-        """Carry ``effects`` out through the actor now, past the gate."""
+    def carry_out(self, effects: list[Effect], credit: Any = None) -> None:
+        """Carry ``effects`` out through the actor now, past the gate; what they route
+        carries ``credit``."""
         self.releasing = True
         try:
-            self._actor.run_effects(effects)
+            self._actor.run_effects(effects, credit)
         finally:
             self.releasing = False
 

@@ -90,8 +90,8 @@ class Held:
     overtake.
     """
 
-    __slots__ = ("acks", "blocking", "conn", "done", "early", "effects", "records", "routes",
-                 "then", "token", "written")
+    __slots__ = ("acks", "blocking", "conn", "credit", "done", "early", "effects", "records",
+                 "routes", "then", "token", "written")
 
     def __init__(self, token: int | None, effects: list[Any], conn: Any,
                  routes: list[tuple[int, int]] | None = None,
@@ -108,6 +108,7 @@ class Held:
         self.blocking = blocking
         self.written: tuple[int, ...] | None = None  # offsets told early (not routed yet)
         self.acks: list[tuple[int, Any]] = []  # (effect index, PUBACK) of early routes
+        self.credit: Any = None  # the read credit its routes carry (actors/backpressure.py)
 
     def route_early(self) -> list[Effect]:
         """The routes to carry out now, in order, logged messages with their offsets; each
@@ -191,8 +192,11 @@ class Held:
         stop = any(isinstance(e, _Stop) for e in effects)
         if stop:
             effects = [e for e in effects if not isinstance(e, _Stop)]
+        credit, self.credit = self.credit, None
         if effects:
-            actor.run_effects(effects)
+            actor.run_effects(effects, credit)
+        if credit is not None:
+            credit.take()
         for callback in self.then:
             callback()
         if stop:

@@ -93,6 +93,8 @@ class Sleeping:
     def tell(self, message: Any) -> None:
         cls = type(message)
         if cls is Deliver or cls is DeliverMatched:
+            if message.credit is not None:
+                message.credit.take()  # an offline session holds no publisher back
             self._count_losses(message)
             return
         if type(message) is Attach:  # the gateway starts a session actor, which loads it

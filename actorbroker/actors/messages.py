@@ -28,6 +28,11 @@ Who tells whom::
 Never ask around a cycle: the registry never asks a session or a topic; a
 topic never asks anyone.
 
+A read's messages carry its ``ReadCredit`` from the publisher's session
+through ``PublishBatch``/``RouteViaRegistry`` to each ``Deliver`` (and
+``DeliverMatched``); see docs/architecture.md, "Backpressure". Shared
+subscriptions' deliveries do not: they hold no publisher back.
+
 Epochs: each session actor holds an *epoch*, a number unique on the node,
 renewed whenever its session state is discarded (clean start over an old
 session, expiry) and fresh for every new actor. Its subscriptions carry the
@@ -39,13 +44,14 @@ discarded subscription from reaching the new session in the meantime.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pykka import ActorRef
 
 from actorbroker.codec import Connect, Subscription
 from actorbroker.codec.frozen import quick_init
+from actorbroker.messages import ReadCredit
 from actorbroker.session import AppMessage
 from actorbroker.session.suboptions import Match, SubOptions
 
@@ -99,6 +105,8 @@ class PublishBatch:
     """Messages published to this topic actor's topic, in order (one read's worth)."""
 
     messages: tuple[AppMessage, ...]
+    #: The publisher's read credit (see :class:`~actorbroker.messages.ReadCredit`).
+    credit: ReadCredit | None = field(default=None, compare=False)
 
 
 @quick_init
@@ -114,6 +122,7 @@ class RouteViaRegistry:
     topic: str
     messages: tuple[AppMessage, ...]
     reply_to: ActorRef[Any] | None
+    credit: ReadCredit | None = field(default=None, compare=False)
 
 
 @quick_init
@@ -124,6 +133,7 @@ class RouteBatchViaRegistry:
 
     routes: tuple[tuple[str, tuple[AppMessage, ...]], ...]
     reply_to: ActorRef[Any] | None
+    credit: ReadCredit | None = field(default=None, compare=False)
 
 
 @quick_init
@@ -145,6 +155,9 @@ class Deliver:
     messages: tuple[AppMessage, ...]
     qos: int
     epoch: int
+    #: The publisher's read credit: the session takes its hold once it has queued the
+    #: messages below its high-water mark (docs/architecture.md, "Backpressure").
+    credit: ReadCredit | None = field(default=None, compare=False)
 
 
 @quick_init
@@ -160,6 +173,7 @@ class DeliverMatched:
     messages: tuple[AppMessage, ...]
     epoch: int
     matches: tuple[Match, ...]
+    credit: ReadCredit | None = field(default=None, compare=False)
 
 
 @quick_init

@@ -75,6 +75,8 @@ class NodeSettings:
     #: user name / password check; see actorbroker.auth.
     auth: Any = None
     allow_anonymous: bool = True
+    #: Seconds a connected subscriber may hold its publishers back (actors/backpressure.py).
+    backpressure_timeout: float = 1.0
     #: Test-only: session and topic actors crash on CrashForTest (actors/faults.py).
     fault_injection: bool = False
 
@@ -123,6 +125,7 @@ class NodeSettings:
             "auth": authenticators(Credentials.load(config.auth.scram_credentials_file))
             if config.auth.scram_credentials_file else None,
             "max_keepalive": limits.max_keepalive,
+            "backpressure_timeout": limits.backpressure_timeout,
             "max_retained": config.retained.max_retained_messages,
             "sys_interval": config.sys.interval,
             "node_name": config.node.name,

@@ -25,6 +25,7 @@ from typing import Any
 
 from pykka import ActorDeadError
 
+from actorbroker.messages import ReadCredit
 from actorbroker.session import AppMessage
 
 from .messages import PublishBatch, RouteBatchViaRegistry, RouteViaRegistry
@@ -44,8 +45,9 @@ class PublishRouter:
         #: The session's subscription changes at the registry not yet answered.
         self.changing = 0
 
-    def route(self, routes: dict[str, list[AppMessage]]) -> None:
-        """Hand each topic's batch to its topic actor, or to the registry."""
+    def route(self, routes: dict[str, list[AppMessage]], credit: ReadCredit | None) -> None:
+        """Hand each topic's batch to its topic actor, or to the registry; each message
+        told holds the read's ``credit`` (when routed for a read)."""
         topics = self._node.names.topics
         via = self.via
         direct = not self.changing
@@ -56,7 +58,9 @@ class PublishRouter:
                 ref = topics.get(topic)
                 if ref is not None:
                     try:
-                        ref.tell(PublishBatch(batch))
+                        ref.tell(PublishBatch(batch, credit))
+                        if credit is not None:
+                            credit.hold(1)
                         continue
                     except ActorDeadError:
                         pass  # it just died: the registry starts a new one
@@ -64,9 +68,13 @@ class PublishRouter:
             pending.append((topic, batch))
         if len(pending) == 1:
             topic, batch = pending[0]
-            self._node.registry().tell(RouteViaRegistry(topic, batch, self._owner))
+            self._node.registry().tell(RouteViaRegistry(topic, batch, self._owner, credit))
         elif pending:
-            self._node.registry().tell(RouteBatchViaRegistry(tuple(pending), self._owner))
+            self._node.registry().tell(RouteBatchViaRegistry(tuple(pending), self._owner, credit))
+        else:
+            return
+        if credit is not None:
+            credit.hold(1)
 
     def routed(self, topics: tuple[str, ...]) -> None:
         """The registry handled one batch of each of ``topics``."""

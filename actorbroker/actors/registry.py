@@ -9,10 +9,9 @@ unsubscribing are ordered; it owns:
 * the retained index (:class:`~actorbroker.routing.RetainedIndex`), the
   authoritative copy: it survives any topic actor;
 * the live topic actors (:class:`~.topic_table.TopicTable`: topic -> ref,
-  so that a new filter finds every running topic actor it matches); the
-  registry alone starts them (under the Topics sharded supervisor, as
-  temporary children it monitors), names them in the name table and stops
-  them.
+  so that a new filter finds every running topic actor it matches); it alone
+  starts them (temporary children of the Topics sharded supervisor, which
+  it monitors), names them in the name table and stops them.
 
 On ``AddSubscriptions`` it updates the trie, tells every matching topic
 actor ``SubscribersChanged`` and only then answers the session
@@ -47,10 +46,9 @@ retained messages ([MQTT-3.3.1-9]: only new non-shared subscriptions do),
 and ``RedeliverShared`` gives what a leaving member hands back to another
 member (see :mod:`.shared`).
 
-A topic actor that dies is forgotten (Down); the next publishes to its topic
-are routed as a cold topic's, or start a new actor with the current
-subscribers, so a crash costs at most the batches that were in its inbox. The registry never
-asks a session or a topic actor (never ask around a cycle).
+A topic actor that dies is forgotten (Down); its topic's next publishes are
+routed as a cold topic's or start a new actor: a crash costs at most the
+batches in its inbox. The registry never asks a session or a topic actor.
 """
 
 from __future__ import annotations
@@ -62,6 +60,7 @@ from typing import Any
 from pykka import ActorDeadError, ActorRef
 
 from actorbroker.codec import Subscription
+from actorbroker.messages import ReadCredit
 from actorbroker.routing import FilterTrie, RetainedIndex, parse_shared
 from actorbroker.session import AppMessage
 from actorbroker.session.suboptions import SubOptions
@@ -157,12 +156,9 @@ class RegistryActor(DurableRegistry, LoopActor):
     def on_receive(self, message: Any) -> Any:
         cls = type(message)
         if cls is RouteViaRegistry:
-            self._route(message.topic, message.messages)
-            _tell(message.reply_to, Routed((message.topic,)))
+            self._route_all(((message.topic, message.messages),), message)
         elif cls is RouteBatchViaRegistry:
-            for topic, messages in message.routes:
-                self._route(topic, messages)
-            _tell(message.reply_to, Routed(tuple(topic for topic, _ in message.routes)))
+            self._route_all(message.routes, message)
         elif cls is AddSubscriptions:
             self._subscribe(message)
         elif cls is RemoveSubscriptions:
@@ -313,25 +309,39 @@ class RegistryActor(DurableRegistry, LoopActor):
 
     # -- publishing ------------------------------------------------------------
 
-    def _route(self, topic: str, messages: tuple[AppMessage, ...]) -> None:
+    def _route_all(self, routes: tuple[tuple[str, tuple[AppMessage, ...]], ...],
+                   message: RouteViaRegistry | RouteBatchViaRegistry) -> None:
+        credit = message.credit
+        for topic, messages in routes:
+            self._route(topic, messages, credit)
+        _tell(message.reply_to, Routed(tuple(topic for topic, _ in routes)))
+        if credit is not None:
+            credit.take()  # the message's own hold: what it routed holds the credit now
+
+    def _route(self, topic: str, messages: tuple[AppMessage, ...], credit: ReadCredit | None
+               ) -> None:  # each PublishBatch or Deliver told holds ``credit``
         for message in messages:
             if message.retain:
                 self._retain(message)
         ref = self._live.get(topic)
         if ref is not None:
             try:
-                ref.tell(PublishBatch(messages))  # a ref, or the port of one starting
+                ref.tell(PublishBatch(messages, credit))  # a ref, or the port of one starting
+                if credit is not None:
+                    credit.hold(1)
                 return
             except ActorDeadError:
                 self._forget(topic, ref)
         if self._hot.seen(topic, self.actor_loop.time(), len(messages)) or (
                 len(self._shared) and self._shared.match(topic)):
-            self._start_topic(topic).tell(PublishBatch(messages))
+            self._start_topic(topic).tell(PublishBatch(messages, credit))
+            if credit is not None:
+                credit.hold(1)
             return
         subscribers = self._subscribers(topic)  # cold: no actor (see the module doc)
         if subscribers:
             node = self._node
-            deliver_once(subscribers, messages, node.names.sessions, node.metrics, topic)
+            deliver_once(subscribers, messages, node.names.sessions, node.metrics, topic, credit)
 
     def _retain(self, message: AppMessage) -> None:
         self._journal_retained(message)  # registry_durable.py: QoS 0 changes

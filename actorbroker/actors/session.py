@@ -16,10 +16,9 @@ batches; live QoS 0 takes the core's fast path without effects, see
 transport enforces the keepalive).
 
 Slow subscribers: when the connection reports ``congested`` the core holds
-its output, so every delivery, QoS 0 included, waits in the session's queue
-within ``max_queued_messages``/``max_queued_bytes`` (beyond them it is
-dropped and counted ``queue_full``, as Mosquitto does); ``Drained`` releases
-the queue 64 deliveries at a time while the connection keeps up.
+its output (every delivery waits in the queue); ``Drained`` releases it 64
+at a time. Publishers are held back at the queue's high-water mark, and
+only a stuck subscriber drops (:mod:`.backpressure`).
 
 Publishing: a batch goes straight to the topic actor found in the name
 table, or through the registry, never reordered per topic ([MQTT-4.6.0-6]):
@@ -46,7 +45,7 @@ from typing import Any
 from pykka import ActorDeadError
 
 from actorbroker.codec import Packet, ReasonCode
-from actorbroker.messages import ConnectionLost, Drained, Inbound
+from actorbroker.messages import ConnectionLost, Drained, Inbound, ReadCredit
 from actorbroker.session import (
     AppMessage,
     HandBackShared,
@@ -68,6 +67,7 @@ from actorbroker.session import (
 from supervisors import LoopActor
 
 from .auth import Reauthentication
+from .backpressure import HoldExpired, PublisherHolds
 from .messages import (
     AddSubscriptions,
     Attach,
@@ -123,6 +123,12 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
         self._durable_init(node)  # journal, held acks, resumed queue (session_durable.py)
         self._retransmit_init(node.retransmit)  # MQTT 3.x resends while connected
         self._clock: Callable[[], float] = self.actor_loop.time  # the loop's clock, bound
+        #: The read credit of the read whose effects are carried out now (None: no read's).
+        self._credit: ReadCredit | None = None
+        self._queue = self._core.queue
+        self._holds = PublisherHolds(client_id, self._queue, self.actor_loop,
+                                     node.settings.backpressure_timeout, self._metrics,
+                                     self._tell_self)
 
     @property
     def via_registry(self) -> dict[str, int]:
@@ -182,6 +188,7 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
             self._metrics.drop("session_crashed", lost, client_id=self.client_id)
 
     def _cleanup(self, reason: str) -> None:
+        self._holds.release()
         for handle in self._timers.values():
             handle.cancel()
         self._timers.clear()
@@ -207,7 +214,19 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
     def on_receive(self, message: Any) -> None:
         cls = type(message)
         if cls is Deliver:  # the fan-out hot path first
-            self._deliver(message)
+            credit = message.credit
+            if credit is None:
+                self._deliver(message)
+            else:  # see actors/backpressure.py; attributes only unless the queue is pressed
+                queue = self._queue
+                queue.elastic = (self._conn is not None and credit.conn_id != self._conn_id
+                                 and not self._holds.stuck)  # it can hold this publisher
+                self._deliver(message)
+                queue.elastic = False
+                if queue.pressed:
+                    self._holds.taken(credit, self._conn_id if self._core.attached else None)
+                else:
+                    credit.take()
         elif cls is Inbound:
             self._inbound(message)
         elif cls is Routed:
@@ -216,6 +235,8 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
             self._attach(message)
         elif cls is ConnectionLost:
             self._lost(message)
+            if self._conn is None and self._holds.active:
+                self._holds.detached()
         elif cls is Durable or cls is NotDurable or cls is Fetched:
             assert self._durability is not None
             self._durability.on_reply(message)
@@ -239,8 +260,18 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
             self._durability.retry()
         elif cls is Drained:
             self._drained(message)
+            if self._holds.active:
+                self._holds.check()
         elif cls is DeliverMatched:
-            self._deliver_matched(message)
+            credit = message.credit
+            if credit is None:
+                self._deliver_matched(message)
+            else:
+                self._holds.admit(self._conn is not None and credit.conn_id != self._conn_id)
+                self._deliver_matched(message)
+                self._holds.taken(credit, self._conn_id if self._core.attached else None)
+        elif cls is HoldExpired:
+            self._holds.expired()
         elif cls is DeliverShared:
             self._deliver_shared(message)
         elif cls is CrashForTest:
@@ -250,10 +281,14 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
 
     def _inbound(self, message: Inbound) -> None:
         conn = self._conn
+        credit = message.credit
         if conn is None or message.conn_id != self._conn_id:
-            self._forward_or(message.conn_id, message)  # else: a taken-over connection
+            # Else a taken-over connection: nothing of the read goes on, its credit is back.
+            if not self._forward_or(message.conn_id, message) and credit is not None:
+                credit.take()
             return
         durability = self._durability
+        self._credit = credit  # what the read routes carries it (see actors/backpressure.py)
         try:
             if durability is not None:
                 durability.read(message.packets)
@@ -261,7 +296,11 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
             if durability is not None and durability.spool is not None:
                 durability.pump()
         finally:
-            conn.batch_done()
+            self._credit = None
+            if credit is not None:
+                credit.take()
+            if self._holds.active:  # the read's acknowledgements may have drained the queue
+                self._holds.check()
 
     # -- effects ---------------------------------------------------------------
 
@@ -321,7 +360,7 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
 
     def _route(self, routes: dict[str, list[AppMessage]]) -> dict[str, list[AppMessage]]:
         """Hand the batches on (see :mod:`.publish_route`); a new empty dict for the next."""
-        self._router.route(routes)
+        self._router.route(routes, self._credit)
         return {}
 
     def _registry_request(self, effect: Effect) -> None:
@@ -356,7 +395,10 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
 
     def _fire(self, name: str) -> None:
         self._timers.pop(name, None)
+        self._tell_self(Timer(name))
+
+    def _tell_self(self, message: Any) -> None:
         try:
-            self.actor_ref.tell(Timer(name))
+            self.actor_ref.tell(message)
         except ActorDeadError:
             pass

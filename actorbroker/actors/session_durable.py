@@ -25,6 +25,7 @@ from pykka import ActorDeadError
 
 from actorbroker.codec import Subscription
 from actorbroker.durable import NEVER
+from actorbroker.messages import ReadCredit
 from actorbroker.persistence.records import DisconnectCause
 from actorbroker.session import EXPIRY_TIMER, AppMessage, Delivery, Effect, SessionCore
 from actorbroker.session.restore import restore_flows
@@ -68,6 +69,7 @@ class DurableSession:
     _retired: bool
     _restarted: bool
     _durability: SessionDurability | None
+    _credit: ReadCredit | None
 
     if TYPE_CHECKING:
         actor_ref: Any
@@ -126,8 +128,20 @@ class DurableSession:
         """The attached connection (None when there is none)."""
         return self._conn
 
-    def run_effects(self, effects: list[Effect]) -> None:
-        self._run(effects)
+    def run_effects(self, effects: list[Effect], credit: ReadCredit | None = None) -> None:
+        """Carry ``effects`` out; what they route carries the read credit ``credit``."""
+        outer, self._credit = self._credit, credit
+        try:
+            self._run(effects)
+        finally:
+            self._credit = outer
+
+    def held_credit(self) -> ReadCredit | None:
+        """The read credit of the effects held now, held once more until they go on."""
+        credit = self._credit
+        if credit is not None:
+            credit.hold(1)
+        return credit
 
     def now(self) -> float:
         return self._now()

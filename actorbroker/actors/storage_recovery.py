@@ -77,7 +77,7 @@ _DAMAGE = (Event.TORN_TAIL, Event.COMMITTED_LOST, Event.QUARANTINED)
 
 @dataclass(frozen=True, slots=True)
 class StorageSettings:
-    """What the storage actor needs from ``[node]``, ``[storage]`` and ``[limits]``."""
+    """What the storage actor needs from ``[node]``, ``[storage]`` and ``[retry]``."""
 
     data_dir: Path
     mode: str = "fsync"
@@ -94,7 +94,7 @@ class StorageSettings:
     @classmethod
     def from_config(cls, config: Config, **overrides: Any) -> StorageSettings:
         """The settings a configuration describes (``durability`` must not be memory)."""
-        storage, limits = config.storage, config.limits
+        storage = config.storage
         data_dir = overrides.pop("data_dir", config.node.data_dir)
         if data_dir is None:
             raise ValueError("the commit log needs a data directory ([node] data_dir)")
@@ -105,7 +105,8 @@ class StorageSettings:
                                                   storage.retention_bytes,
                                                   storage.max_disk_bytes),
             group_commit_interval=storage.group_commit_interval / 1000.0,
-            fold=FoldPolicy(limits.max_queued_messages, limits.max_queued_bytes),
+            # A durable session's queue is log offsets: bounded by bytes, not by a count.
+            fold=FoldPolicy(0, storage.durable_queue_bytes),
             checkpoint_bytes=storage.checkpoint_bytes,
             checkpoint_interval=storage.checkpoint_interval,
             snapshots=storage.snapshots,

@@ -23,6 +23,7 @@ from typing import Any
 
 from pykka import ActorDeadError
 
+from actorbroker.messages import ReadCredit
 from actorbroker.session import AppMessage
 
 from .messages import Deliver, DeliverMatched
@@ -83,30 +84,43 @@ class TopicSubscribers:
         self.copies[client_id] = _copy(filters)
 
     def deliver(self, messages: tuple[AppMessage, ...], sessions: dict[str, Any],
-                metrics: Any, topic: str) -> None:
+                metrics: Any, topic: str, credit: ReadCredit | None) -> None:
         """Tell each subscriber's session the batch; a session with no running actor (it
-        crashed and is restarting) has it counted as dropped (``session_unavailable``)."""
-        for client_id, (qos, epoch, matches) in self.copies.items():
+        crashed and is restarting) has it counted as dropped (``session_unavailable``).
+
+        Each Deliver carries the publisher's ``credit``, held once per session
+        told (the caller still holds its own)."""
+        copies = self.copies
+        if credit is not None:
+            credit.hold(len(copies))
+        for client_id, (qos, epoch, matches) in copies.items():
             _tell(sessions.get(client_id), messages, qos, epoch, matches, metrics, client_id,
-                  topic)
+                  topic, credit)
 
 
 def deliver_once(subscribers: dict[str, dict[str, Grant]], messages: tuple[AppMessage, ...],
-                 sessions: dict[str, Any], metrics: Any, topic: str) -> None:
+                 sessions: dict[str, Any], metrics: Any, topic: str,
+                 credit: ReadCredit | None) -> None:
     """``TopicSubscribers(subscribers).deliver(...)`` without keeping its table: a cold
     topic's publish, which uses it once."""
+    if credit is not None:
+        credit.hold(len(subscribers))
     for client_id, filters in subscribers.items():
         qos, epoch, matches = _copy(filters)
-        _tell(sessions.get(client_id), messages, qos, epoch, matches, metrics, client_id, topic)
+        _tell(sessions.get(client_id), messages, qos, epoch, matches, metrics, client_id, topic,
+              credit)
 
 
 def _tell(ref: Any, messages: tuple[AppMessage, ...], qos: int, epoch: int,
-          matches: tuple[Any, ...] | None, metrics: Any, client_id: str, topic: str) -> None:
+          matches: tuple[Any, ...] | None, metrics: Any, client_id: str, topic: str,
+          credit: ReadCredit | None) -> None:
     if ref is not None:
         try:
-            ref.tell(Deliver(messages, qos, epoch) if matches is None
-                     else DeliverMatched(messages, epoch, matches))
+            ref.tell(Deliver(messages, qos, epoch, credit) if matches is None
+                     else DeliverMatched(messages, epoch, matches, credit))
             return
         except ActorDeadError:
             pass
+    if credit is not None:
+        credit.take()  # held for this session, which will not take it (never the last hold)
     metrics.drop("session_unavailable", len(messages), client_id=client_id, topic=topic)

@@ -35,6 +35,7 @@ from typing import Any
 
 from pykka import ActorDeadError
 
+from actorbroker.messages import ReadCredit
 from actorbroker.session import AppMessage
 from supervisors import LoopActor
 
@@ -88,7 +89,7 @@ class TopicActor(LoopActor):
     def on_receive(self, message: Any) -> None:
         cls = type(message)
         if cls is PublishBatch:
-            self._publish(message.messages)
+            self._publish(message.messages, message.credit)
         elif cls is SubscribersChanged:
             self._change(message.changes)
         elif cls is Timer:
@@ -100,13 +101,15 @@ class TopicActor(LoopActor):
         else:
             raise TypeError(f"topic {self.topic!r}: unexpected message {message!r}")
 
-    def _publish(self, messages: tuple[AppMessage, ...]) -> None:
+    def _publish(self, messages: tuple[AppMessage, ...], credit: ReadCredit | None) -> None:
         self._busy = True
         if self._shared.groups:
             self._publish_shared(messages)
         if self._subs:
             node = self._node
-            self._subs.deliver(messages, node.names.sessions, node.metrics, self.topic)
+            self._subs.deliver(messages, node.names.sessions, node.metrics, self.topic, credit)
+        if credit is not None:
+            credit.take()  # the batch's own hold: the Delivers hold it now
 
     def _publish_shared(self, messages: tuple[AppMessage, ...]) -> None:
         """Each message to one member of each matching shared group (see :mod:`.shared`)."""

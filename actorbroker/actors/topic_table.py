@@ -157,7 +157,12 @@ class TopicTable:
         sup = self._node.refs.topics
         level = logging.ERROR if sup is not None and sup.is_alive() else logging.INFO
         log.log(level, "topic %r: could not start its topic actor: %r", port.topic, exc)
-        lost = sum(len(m.messages) for m in port.held if type(m) is PublishBatch)
+        lost = 0
+        for held in port.held:
+            if type(held) is PublishBatch:
+                lost += len(held.messages)
+                if held.credit is not None:
+                    held.credit.take()  # nobody will deliver it: the publisher may go on
         if lost:
             self._node.metrics.drop("topic_unavailable", lost, topic=port.topic)
         port.held = []

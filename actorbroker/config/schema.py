@@ -163,8 +163,10 @@ class LimitsConfig:
         minimum=0,
         zero="unlimited, not recommended",
         help="""Messages held per client beyond those in flight, while it is slow
-        or offline with a persistent session. When the queue is full, further
-        messages for that client are dropped, as in Mosquitto.""",
+        or offline with a persistent session. When the queue of an offline or
+        stuck client is full (see backpressure_timeout), further messages for
+        it are dropped, as in Mosquitto; [storage] durable_queue_bytes bounds
+        an offline durable session's instead.""",
     )
     max_queued_bytes: int = option(
         0,
@@ -179,6 +181,16 @@ class LimitsConfig:
         help="""Whether QoS 0 messages are queued for an offline client with a
         persistent session too (within the same limits). The protocol leaves
         it to the broker; Mosquitto does not queue them by default either.""",
+    )
+    backpressure_timeout: float = option(
+        1.0,
+        above=0,
+        unit="seconds",
+        help="""How long a connected subscriber that takes nothing from its queue
+        may hold back its publishers, whose sockets are read again only once
+        their messages are queued below the subscribers' high-water mark (100
+        messages, or half the queue limits if lower). Past it the subscriber
+        is stuck: its queue limits drop what does not fit (queue_full).""",
     )
     connect_timeout: float = option(
         10.0,

@@ -54,6 +54,19 @@ class StorageConfig:
         full disk; QoS 0 flows on. Below twice segment_bytes, files are made smaller.""",
     )
 
+    durable_queue_bytes: int = option(
+        256 * 1024 * 1024, minimum=0, zero="unlimited", unit="bytes",
+        help="""Payload bytes of the QoS 1/2 messages queued for one offline durable
+        session (a persistent one, on a node whose durability is "fsync" or "os").
+        Its queue is offsets into the log, which holds each message once for every
+        session anyway (17 bytes of memory per message queued), so it is bounded
+        by what it keeps on disk rather than by [limits] max_queued_messages: a
+        durable subscriber that is away for a while gets everything sent
+        meanwhile. The default lets one session keep a quarter of the default
+        retention_bytes from being deleted; beyond it the new message is dropped
+        for that session (queue_full).""",
+    )
+
     checkpoint_bytes: int = option(
         8 * 1024 * 1024, minimum=0, zero="segment_bytes", unit="bytes",
         help="""Log growth after which the durable state (sessions, queues as log

@@ -35,7 +35,8 @@ def will_due_us(will: WillSet, since_us: int, expiry: int) -> int:
 
 @dataclass(frozen=True, slots=True)
 class FoldPolicy:
-    """The queue limits applied to offline sessions (``[limits]``; 0: unlimited)."""
+    """The queue limits applied to offline sessions (``[storage] durable_queue_bytes`` and no
+    count; 0: unlimited)."""
 
     max_queued_messages: int = 1000
     max_queued_bytes: int = 0

@@ -27,6 +27,7 @@ from .lifecycle import SessionState
 from .link import Link
 from .message import AppMessage, Delivery
 from .outbox import Outbox
+from .queue import OutboundQueue
 from .subscriptions import SubscribeConfirmed, SubscriptionBook
 
 __all__ = ["OutboundRules", "send_effects"]
@@ -103,6 +104,12 @@ class OutboundRules:
                 return None
             packets.append(message.to_publish(qos=0, now=now))
         return packets
+
+    @property
+    def queue(self) -> OutboundQueue:
+        """The queue itself: ``pressed`` and ``elastic`` are the session actor's backpressure
+        (docs/architecture.md); the same object for the core's lifetime."""
+        return self._outbox.queue
 
     def hold_output(self) -> None:
         """The connection is congested: queue every delivery (QoS 0 too, within the limits).

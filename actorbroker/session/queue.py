@@ -14,6 +14,15 @@ delivery that does not fit is dropped, the queue is kept. QoS 0 to an
 offline client is dropped unless ``queue_qos0`` (then it counts against the
 same limits). Every drop is reported by the session as a
 :class:`~actorbroker.session.effects.Dropped` effect with its reason.
+
+Backpressure (docs/architecture.md): the queue is *pressed* at its
+high-water mark, :data:`HIGH_WATER` messages or half of
+``max_queued_messages`` if that is fewer, and half of ``max_queued_bytes``
+when set; the session actor then holds back the publishers whose
+messages it takes. While ``elastic`` is set (the actor sets it around a
+delivery whose publisher it can hold back) the limits admit the delivery
+anyway: what such publishers can still send is bounded by their read
+credit, and the session holds them until the queue is below the mark again.
 """
 
 from __future__ import annotations
@@ -26,7 +35,12 @@ from .effects import DropReason
 from .message import Delivery
 from .packet_ids import MAX_PACKET_ID
 
-__all__ = ["OutboundQueue", "QueuePolicy"]
+__all__ = ["HIGH_WATER", "OutboundQueue", "QueuePolicy"]
+
+#: The high-water mark in messages (or half the limit, if lower): enough to keep a
+#: subscriber busy while its publishers resume (a loop turn or two), few enough that a
+#: message waits about as long as in Mosquitto's short queues.
+HIGH_WATER = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,10 +66,21 @@ class QueuePolicy:
 class OutboundQueue:
     """FIFO of deliveries waiting for the client or for the inflight window."""
 
-    __slots__ = ("_bytes", "_items", "policy")
+    __slots__ = ("_bytes", "_items", "_mark", "_mark_bytes", "elastic", "policy", "popped",
+                 "pressed")
 
     def __init__(self, policy: QueuePolicy = QueuePolicy()) -> None:
         self.policy = policy
+        #: Admit deliveries beyond the limits (their publishers are held back instead).
+        self.elastic = False
+        #: Deliveries taken out of the queue so far (the session's progress).
+        self.popped = 0
+        #: At or above the high-water mark (see the module doc); kept current on every change,
+        #: a plain attribute because the session reads it once per delivery.
+        self.pressed = False
+        limit = policy.max_queued_messages
+        self._mark = min(HIGH_WATER, limit // 2) if limit else HIGH_WATER
+        self._mark_bytes = policy.max_queued_bytes // 2 if policy.max_queued_bytes else 0
         # An empty deque is ~760 bytes and most sessions never queue anything (one per
         # client: 7 MiB for 10,000 clients): the deque comes with the first delivery queued.
         self._items: deque[Delivery] | tuple[()] = ()
@@ -66,16 +91,19 @@ class OutboundQueue:
         policy = self.policy
         if delivery.qos == 0 and not online and not policy.queue_qos0:
             return DropReason.OFFLINE_QOS0
-        if policy.max_queued_messages and len(self._items) >= policy.max_queued_messages:
-            return DropReason.QUEUE_FULL
         size = delivery.message.size
-        if policy.max_queued_bytes and self._bytes + size > policy.max_queued_bytes:
-            return DropReason.QUEUE_FULL
+        if not self.elastic:
+            if policy.max_queued_messages and len(self._items) >= policy.max_queued_messages:
+                return DropReason.QUEUE_FULL
+            if policy.max_queued_bytes and self._bytes + size > policy.max_queued_bytes:
+                return DropReason.QUEUE_FULL
         items = self._items
         if not isinstance(items, deque):
             items = self._items = deque()
         items.append(delivery)
         self._bytes += size
+        if not self.pressed:
+            self.pressed = self._above()
         return None
 
     def pop(self) -> Delivery:
@@ -85,6 +113,9 @@ class OutboundQueue:
             raise IndexError("pop from an empty queue")
         delivery = items.popleft()
         self._bytes -= delivery.message.size
+        self.popped += 1
+        if self.pressed:
+            self.pressed = self._above()
         return delivery
 
     def clear(self) -> list[Delivery]:
@@ -92,6 +123,7 @@ class OutboundQueue:
         items = list(self._items)
         self._items = ()
         self._bytes = 0
+        self.pressed = False
         return items
 
     def take(self, which: Callable[[Delivery], bool]) -> list[Delivery]:
@@ -101,7 +133,12 @@ class OutboundQueue:
             kept = [d for d in self._items if not which(d)]
             self._items = deque(kept)
             self._bytes = sum(d.message.size for d in kept)
+            self.pressed = self._above()
         return taken
+
+    def _above(self) -> bool:
+        return len(self._items) >= self._mark or bool(
+            self._mark_bytes and self._bytes >= self._mark_bytes)
 
     @property
     def bytes(self) -> int:

@@ -12,8 +12,10 @@ for the session port. It is also the ``Connection`` the session writes to
 Output goes through an :class:`~.output.Outbox` (one ``transport.write``
 per loop tick, bounded, congestion reported); the state table and the
 packets held until CONNACK live in an :class:`~.gate.InboundGate`. Input
-credit: each Inbound takes one of ``max_batches`` credits, ``batch_done``
-returns it; with none left, reading pauses. Nothing raises out of the
+credit: each Inbound carries one of ``max_batches`` read credits
+(:class:`~.credit.ReadCredits`), back once what the read routed was taken
+by the subscribers' sessions, or after ``credit_timeout``; with none left,
+reading pauses. Nothing raises out of the
 asyncio callbacks: a peer's mistake closes its connection, a collaborator's
 bug is logged and closes the connection. How it ends (violations, failures,
 timeouts, the flush-then-close shutdown, telling the session once) is in
@@ -40,6 +42,7 @@ from actorbroker.codec import (
 from actorbroker.codec.states import ConnectionState
 from actorbroker.messages import Drained, Inbound
 
+from .credit import ReadCredits
 from .endings import ConnectionEndings
 from .gate import InboundGate
 from .gateway import Connection, Gateway, SessionPort
@@ -79,8 +82,9 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
         self._port: SessionPort | None = None
         self._head = b""
         self._dispatching = False
-        self._outstanding = 0
         self._paused = 0
+        self._credits = ReadCredits(self.conn_id, loop, settings.max_batches, settings.credit_timeout, stats,
+                                    self._credit_free)
         self._outbox = Outbox(flushes, stats, settings.high_water, settings.max_output,
                               self._after_flush)
         self._close_after_flush = False
@@ -158,11 +162,8 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
             self._stats.packets_out += 1
 
     def batch_done(self) -> None:
-        """One Inbound processed: return its read credit, resume reading if paused for it."""
-        if self._outstanding > 0:
-            self._outstanding -= 1
-        if self._paused & _PAUSE_CREDIT and self._outstanding < self._settings.max_batches:
-            self._unpause(_PAUSE_CREDIT)
+        """The oldest Inbound was processed and nothing handed on: its read credit is back."""
+        self._credits.batch_done()
 
     def close(self, reason_code: int | None = None, reason: str = "",
               properties: Properties | None = None) -> None:
@@ -226,6 +227,7 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
             self._abort_timer.cancel()
             self._abort_timer = None
         self._stats.connections_current -= 1
+        self._credits.cancel()
         self._outbox.clear()
         self.transport = None
         if not self._closing:
@@ -311,16 +313,21 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
 
     def _deliver(self, batch: tuple[Packet, ...]) -> None:
         assert self._port is not None
-        self._outstanding += 1
+        credits = self._credits
         try:
-            self._port.tell(Inbound(self.conn_id, batch))
+            self._port.tell(Inbound(self.conn_id, batch, credits.issue()))
         except Exception as exc:  # the session actor is dead: nobody to serve this client
             log.warning("conn %d %s: session port refused Inbound: %r", self.conn_id, self._who(), exc)
             self._fail(f"session unavailable: {exc!r}")
             return
-        if self._outstanding >= self._settings.max_batches and not self._paused & _PAUSE_CREDIT:
+        if credits.exhausted and not self._paused & _PAUSE_CREDIT:
             self._stats.read_pauses += 1
             self._pause(_PAUSE_CREDIT)
+            credits.wait()
+
+    def _credit_free(self) -> None:
+        if self._paused & _PAUSE_CREDIT:
+            self._unpause(_PAUSE_CREDIT)
 
     def _pause(self, reason: int) -> None:
         if not self._paused and self.transport is not None and not self._closing:

@@ -23,11 +23,16 @@ here runs. Three roles:
 ``SessionPort`` (anything with ``tell``; a pykka ``ActorRef`` fits)
     Receives, in this order and only from the loop thread:
 
-    * ``Inbound(conn_id, packets)``: one per read, the packets of that read
-      in order (a tuple, never empty). Call ``conn.batch_done()`` once per
-      Inbound processed: with ``max_batches`` (default 4) outstanding the
+    * ``Inbound(conn_id, packets, credit)``: one per read, the packets of
+      that read in order (a tuple, never empty), and the read's
+      ``ReadCredit`` (:mod:`actorbroker.messages`). The receiver takes the
+      credit's hold once it processed the read, after handing its messages
+      on with the credit (whoever holds them holds the credit too; a
+      receiver that hands nothing on may call ``conn.batch_done()``
+      instead). With ``max_batches`` (default 4) credits outstanding the
       transport stops reading that socket, so a publisher faster than its
-      session is slowed by TCP, not buffered in memory.
+      subscribers is slowed by TCP, not buffered in memory. A credit still
+      held after ``credit_timeout`` is back all the same.
     * ``Drained(conn_id)``: the connection, seen congested, takes output
       again (see ``congested``).
     * ``ConnectionLost(conn_id, reason, graceful)``: exactly once, last,
@@ -69,7 +74,8 @@ here runs. Three roles:
       than ``max_output`` bytes are buffered gets the connection closed
       (abnormally): memory per connection stays bounded.
       ``buffered_bytes``: output queued and not yet taken by the kernel.
-    * ``batch_done()``: one Inbound processed (see above).
+    * ``batch_done()``: the oldest Inbound was processed and nothing of it
+      handed on: its credit is back (see above).
     * ``close(reason_code=None, reason="")``: flush queued output, then for
       a v5 client with a reason code: DISCONNECT with it (or, before any
       CONNACK, a CONNACK with it); then close the socket. Idempotent.
@@ -138,7 +144,7 @@ class Connection(Protocol):
         """True once the connection has ended or is closing."""
 
     def batch_done(self) -> None:
-        """One Inbound has been processed: return one read credit."""
+        """The oldest Inbound was processed, nothing handed on: its read credit is back."""
 
     def close(self, reason_code: int | None = None, reason: str = "",
               properties: Any = None) -> None:

@@ -25,6 +25,9 @@ class LimitsLike(Protocol):
     @property
     def connect_timeout(self) -> float: ...
 
+    @property
+    def backpressure_timeout(self) -> float: ...
+
 
 class ListenerLike(Protocol):
     """The part of ``ListenerConfig`` the transport reads."""
@@ -50,8 +53,10 @@ class ConnectionSettings:
       True (also the socket transport's pause_writing mark).
     * ``max_output``: a ``send`` while more than this is buffered closes the
       connection; one large packet on a quiet connection always passes.
-    * ``max_batches``: Inbound messages outstanding (not ``batch_done``)
-      before reading pauses.
+    * ``max_batches``: Inbound messages outstanding (their read credit not
+      back) before reading pauses.
+    * ``credit_timeout``: seconds after which a read credit is back whatever
+      still holds it (a subscriber's session that never took its delivery).
     * ``close_timeout``: seconds a closing socket may take to flush before
       it is aborted (a peer that never reads must not pin it open).
     """
@@ -61,13 +66,14 @@ class ConnectionSettings:
     high_water: int = 256 * 1024
     max_output: int = 4 * 1024 * 1024
     max_batches: int = 4
+    credit_timeout: float = 4.0
     close_timeout: float = 5.0
 
     def __post_init__(self) -> None:
         if self.max_packet_size < 2:
             raise ValueError(f"max_packet_size must be at least 2, not {self.max_packet_size}")
-        if self.connect_timeout <= 0 or self.close_timeout <= 0:
-            raise ValueError("connect_timeout and close_timeout must be positive")
+        if self.connect_timeout <= 0 or self.close_timeout <= 0 or self.credit_timeout <= 0:
+            raise ValueError("connect_timeout, close_timeout and credit_timeout must be positive")
         if self.high_water < 1 or self.max_output < self.high_water:
             raise ValueError("need 1 <= high_water <= max_output")
         if self.max_batches < 1:
@@ -79,6 +85,10 @@ class ConnectionSettings:
         values: dict[str, Any] = {
             "max_packet_size": limits.max_packet_size,
             "connect_timeout": limits.connect_timeout,
+            # A stuck subscriber's session gives its credits back after backpressure_timeout
+            # (1.25 x at most); this is the safety net for a credit lost with a crashed
+            # actor's inbox, or held by a session working through a long queue.
+            "credit_timeout": 4 * limits.backpressure_timeout,
         }
         values.update(overrides)
         return cls(**values)

@@ -30,6 +30,7 @@ FIELDS: Final = (
     "protocol_errors",        # connections closed for malformed or illegal packets
     "output_overflows",       # connections closed: output buffer beyond its hard limit
     "read_pauses",            # times reading paused because batches were outstanding
+    "credits_expired",        # read credits given back by the time bound, not by their holders
     "accept_errors",          # failed accept() calls (EMFILE, ENFILE, ...): listener backed off
 )
 
@@ -52,6 +53,7 @@ class TransportStats:
     protocol_errors: int
     output_overflows: int
     read_pauses: int
+    credits_expired: int
     accept_errors: int
 
     def __init__(self) -> None:

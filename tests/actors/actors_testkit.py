@@ -22,7 +22,7 @@ from actorbroker.app import Broker
 from actorbroker.codec import ConnAck, Connect, Packet, Will
 from actorbroker.config import Config
 from actorbroker.config import StorageConfig
-from actorbroker.messages import ConnectionLost, Inbound
+from actorbroker.messages import ConnectionLost, Inbound, ReadCredit
 
 _ids = itertools.count(10_000)
 
@@ -81,8 +81,9 @@ class FakeConnection:
     # -- the client's side ----------------------------------------------------------
 
     def feed(self, *packets: Packet) -> None:
-        """One read with these packets."""
-        self.port.tell(Inbound(self.conn_id, tuple(packets)))
+        """One read with these packets; its credit counts in ``batches_done`` once back."""
+        credit = ReadCredit(lambda _credit: self.batch_done(), self.conn_id, 0.0)
+        self.port.tell(Inbound(self.conn_id, tuple(packets), credit))
 
     def drop(self, reason: str = "connection reset") -> None:
         """The network connection ends without DISCONNECT."""

@@ -145,15 +145,56 @@ def test_a_congested_connection_queues_until_drained(run: Run) -> None:
     run(main())
 
 
-def test_a_congested_connection_drops_beyond_the_queue_limit(run: Run) -> None:
+def test_a_congested_connection_holds_its_publisher_then_drops_beyond_the_queue_limit(
+        run: Run) -> None:
     async def main() -> None:
-        async with Harness(session=SessionConfig(queue=QueuePolicy(max_queued_messages=5))) as h:
+        async with Harness(session=SessionConfig(queue=QueuePolicy(max_queued_messages=5)),
+                           backpressure_timeout=0.2) as h:
             slow = await h.connect("slow")
             await _subscribe(slow, "c/t", 0)
             slow.congested = True
             pub = await h.connect("fast")
+            done = pub.batches_done
+            # One read's messages: queued beyond the limit, the publisher's credit held...
             pub.feed(*[Publish("c/t", b"x", 0) for _ in range(8)])
+            stuck = await eventually(lambda: h.node.metrics.subscribers_stuck == 1 and
+                                     (pub.batches_done, h.node.metrics.dropped))
+            # ...until the subscriber was stuck for the timeout: then its credit is back,
+            # nothing was dropped, and the limit applies to what comes next.
+            assert stuck == (done + 1, {})
+            pub.feed(*[Publish("c/t", b"y", 0) for _ in range(3)])
             await eventually(lambda: h.node.metrics.dropped == {"queue_full": 3})
+            assert pub.batches_done == done + 2  # a stuck subscriber holds nobody
+    run(main())
+
+
+def test_an_offline_session_holds_no_publisher_and_keeps_its_queue_limit(run: Run) -> None:
+    async def main() -> None:
+        async with Harness(session=SessionConfig(queue=QueuePolicy(max_queued_messages=5))) as h:
+            away = await h.connect("away", clean=False)
+            await _subscribe(away, "o/t", 1)
+            away.feed(Disconnect())
+            await eventually(lambda: h.node.metrics.clients_connected == 0)
+            pub = await h.connect("pub")
+            done = pub.batches_done
+            pub.feed(*[Publish("o/t", b"x", 1, packet_id=n + 1) for n in range(8)])
+            await eventually(lambda: h.node.metrics.dropped == {"queue_full": 3})
+            assert await eventually(lambda: pub.batches_done == done + 1)
+    run(main())
+
+
+def test_a_client_that_gets_what_it_publishes_is_not_held_by_its_own_queue(run: Run) -> None:
+    async def main() -> None:
+        async with Harness(session=SessionConfig(queue=QueuePolicy(max_queued_messages=5))) as h:
+            echo = await h.connect("echo")
+            await _subscribe(echo, "e/t", 0)
+            echo.congested = True
+            done = echo.batches_done
+            # Its acknowledgements come through the socket its credit would pause: the
+            # credit is back at once, and the queue keeps its limit.
+            echo.feed(*[Publish("e/t", b"x", 0) for _ in range(8)])
+            await eventually(lambda: h.node.metrics.dropped == {"queue_full": 3})
+            assert await eventually(lambda: echo.batches_done == done + 1)
     run(main())
 
 

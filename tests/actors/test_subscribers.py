@@ -9,6 +9,7 @@ from pykka import ActorDeadError
 
 from actorbroker.actors.messages import Deliver, DeliverMatched
 from actorbroker.actors.subscribers import Grant, TopicSubscribers, deliver_once
+from actorbroker.messages import ReadCredit
 from actorbroker.metrics import BrokerMetrics
 from actorbroker.session import AppMessage
 from actorbroker.session.suboptions import SubOptions
@@ -38,12 +39,18 @@ TABLES: list[dict[str, dict[str, Grant]]] = [
 ]
 
 
-def _run(deliver: Any, table: dict[str, dict[str, Grant]]) -> tuple[dict[str, list[Any]], dict[str, int]]:
+def _run(deliver: Any, table: dict[str, dict[str, Grant]]
+         ) -> tuple[dict[str, list[Any]], dict[str, int], int]:
+    """What each session was told, the drops, and the holds on the read credit (the
+    caller's own included)."""
     sessions = {"a": Session(), "b": Session(), "dead": Session(dead=True)}
     metrics = BrokerMetrics()
     messages = (AppMessage("t/x", b"p", qos=1),)
-    deliver(table, messages, sessions, metrics, "t/x")
-    return {cid: s.told for cid, s in sessions.items()}, dict(metrics.dropped)
+    credit = ReadCredit(lambda _credit: None, 1, 0.0)
+    deliver(table, messages, sessions, metrics, "t/x", credit)
+    told = {cid: s.told for cid, s in sessions.items()}
+    assert all(m.credit is credit for messages in told.values() for m in messages)
+    return told, dict(metrics.dropped), credit.left
 
 
 @pytest.mark.parametrize("table", TABLES)
@@ -55,12 +62,13 @@ def test_deliver_once_tells_what_a_topic_actor_would(table: dict[str, dict[str, 
 
 
 def test_deliver_once_rules() -> None:
-    told, dropped = _run(deliver_once, TABLES[1])
+    told, dropped, _ = _run(deliver_once, TABLES[1])
     assert [(type(m), m.qos, m.epoch) for m in told["a"]] == [(Deliver, 2, 3)]
-    told, _ = _run(deliver_once, TABLES[3])
+    told, _, _ = _run(deliver_once, TABLES[3])
     assert told["b"] == [DeliverMatched(told["b"][0].messages, 4, ((2, None), (1, OPTS)))]
-    told, _ = _run(deliver_once, TABLES[4])
+    told, _, _ = _run(deliver_once, TABLES[4])
     assert [type(m) for m in told["b"]] == [Deliver] and told["b"][0].qos == 2
-    told, dropped = _run(deliver_once, TABLES[5])
+    told, dropped, holds = _run(deliver_once, TABLES[5])
     assert dropped == {"session_unavailable": 2}  # no session "gone"; "dead" stopped
     assert len(told["a"]) == 1
+    assert holds == 2  # the caller's own and the one Deliver told

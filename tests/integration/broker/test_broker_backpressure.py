@@ -1,4 +1,14 @@
-"""Backpressure at broker level: a stuck subscriber costs only itself; a fast publisher is slowed, not buffered.
+"""Backpressure at broker level: a slower subscriber slows its publishers, a stuck one costs only itself.
+
+* With the default limits, publishers that outrun their subscribers lose
+  nothing: QoS 1 pairs whose publishers keep 100 unacknowledged, and 8 QoS
+  0 publishers into one wildcard subscriber (which lost a third of its
+  messages, ``queue_full``, before publishers' reads waited for their
+  subscribers). The clients run in a child process (``flow_clients.py``).
+* A subscriber that never reads holds its publisher for at most
+  ``backpressure_timeout``, then drops what does not fit (counted
+  ``queue_full``, and ``subscribers_stuck``); a publisher/subscriber pair
+  beside it is not held at all.
 
 * A subscriber that stops reading (a socket with a tiny receive buffer that
   is never read) and a normal one share a topic; a publisher sends 5 MB at
@@ -18,7 +28,9 @@
 from __future__ import annotations
 
 import gc
+import json
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -42,7 +54,7 @@ from actorbroker.codec import (
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from census import rss_bytes  # noqa: E402
+from census import HERE, rss_bytes  # noqa: E402
 
 Start = Callable[..., RunningBroker]
 TOPIC = "bp/t"
@@ -87,11 +99,11 @@ class StuckSubscriber:
         self.sock.close()
 
 
-def _blast(pub: Client, count: int, end: bytes) -> None:
+def _blast(pub: Client, count: int, end: bytes, timeout: float = TIMEOUT) -> None:
     """Publish at the broker's pace: QoS 1, paho keeps 20 in flight and queues the rest."""
     for _ in range(count):
         pub.paho.publish(TOPIC, PAYLOAD, 1)
-    pub.publish(TOPIC, end, qos=1)  # its PUBACK comes after every earlier one
+    pub.publish(TOPIC, end, qos=1, timeout=timeout)  # its PUBACK comes after every earlier one
 
 
 def _receive(sub: Client, count: int, end: bytes) -> float:
@@ -214,3 +226,78 @@ def test_a_fast_publisher_is_slowed_by_pausing_its_reads_not_by_memory(
     assert peak - baseline < RSS_BOUND, (
         f"RSS grew by {(peak - baseline) / 2**20:.1f} MiB while "
         f"{counts['sent'] / 2**20:.0f} MiB were blasted")
+
+
+def _flow(running: RunningBroker, mode: str, *args: str) -> dict[str, object]:
+    """Run ``flow_clients.py MODE`` against ``running`` in a child process; its report."""
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "flow_clients.py"), mode, "--host", running.host,
+         "--port", str(running.port), *args],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    report: dict[str, object] = json.loads(proc.stdout)
+    return report
+
+
+def test_qos1_pairs_faster_than_their_subscribers_lose_nothing_with_default_limits(
+        start_broker: Start) -> None:
+    running = start_broker(sys_interval=0)
+    # Subscribers acknowledge 10 ms late: 20 in flight each is ~2,000 msg/s per pair,
+    # slower than their publishers, which keep 100 unacknowledged.
+    report = _flow(running, "pairs", "--count", "20", "--messages", "2000", "--qos", "1",
+                   "--window", "100", "--ack-delay", "0.01")
+    assert (report["published"], report["lost"], report["duplicates"]) == (40_000, 0, 0), report
+    metrics = running.metrics()
+    assert metrics["dropped"] == {} and metrics["read_pauses"] > 0, metrics
+
+
+def test_qos0_fan_in_faster_than_its_subscriber_loses_nothing_with_default_limits(
+        start_broker: Start) -> None:
+    running = start_broker(sys_interval=0)
+    report = _flow(running, "fanin", "--count", "8", "--messages", "10000")
+    assert (report["published"], report["lost"], report["duplicates"]) == (80_000, 0, 0), report
+    assert running.metrics()["dropped"] == {}
+
+
+STUCK_TIMEOUT = 3.0  # long beside a pair of 2,000 messages, short enough for a test
+
+
+def test_a_stuck_subscriber_holds_its_publisher_for_the_timeout_only_and_no_one_else(
+        start_broker: Start) -> None:
+    running = start_broker(sys_interval=0, backpressure_timeout=STUCK_TIMEOUT)
+    host, port = running.host, running.port
+    stuck = StuckSubscriber(host, port, "held-stuck")
+    held, pub, sub = (Client(host, port, cid) for cid in ("held-pub", "pair-pub", "pair-sub"))
+    try:
+        assert held.connect().rc == 0 and pub.connect().rc == 0 and sub.connect().rc == 0
+        sub.subscribe("pair/t", 1)
+        started = time.monotonic()
+        finished: list[float] = []
+
+        def blast() -> None:  # every PUBACK back, the last one included
+            _blast(held, MESSAGES, b"end", timeout=30)
+            finished.append(time.monotonic())
+
+        blasting = threading.Thread(target=blast)
+        blasting.start()
+        # The stuck subscriber fills up and holds its publisher: its reads pause.
+        running.wait_until(lambda m: m["read_pauses"] > 0, timeout=10)
+        # A pair beside it goes at its own pace meanwhile.
+        for n in range(2000):
+            pub.paho.publish("pair/t", str(n).encode(), 1)
+        got = [m.payload for m in sub.expect_many(2000, timeout=30)]
+        assert got == [str(n).encode() for n in range(2000)]
+        metrics = running.metrics()
+        assert metrics["subscribers_stuck"] == 0 and blasting.is_alive(), metrics  # still held
+        # Then the stuck one lets go of its publisher, which finishes; what did not fit in
+        # its queue is dropped and counted.
+        blasting.join(40)
+        assert finished and finished[0] - started >= STUCK_TIMEOUT
+        metrics = running.metrics()
+        assert metrics["subscribers_stuck"] == 1, metrics
+        assert metrics["dropped"].get("queue_full", 0) > 0, metrics
+        assert metrics["credits_expired"] == 0, metrics  # given back by the session itself
+    finally:
+        for c in (held, pub, sub):
+            c.close()
+        stuck.close()

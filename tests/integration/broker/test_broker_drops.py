@@ -91,9 +91,16 @@ def _drop_log(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger="actorbroker.drops")
 
 
-def test_queue_full(start_broker: Start, tmp_path: Path,
-                    caplog: pytest.LogCaptureFixture) -> None:
-    running = _start(start_broker, tmp_path, max_queued_messages=2)
+@pytest.mark.parametrize("durability", ["fsync", "memory"])
+def test_queue_full(start_broker: Start, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+                    durability: str) -> None:
+    if durability == "memory":  # the queue in memory: a message count
+        running = _start(start_broker, tmp_path, durability, max_queued_messages=2)
+    else:  # log offsets: payload bytes (two of these one-byte messages)
+        config = broker_config(tmp_path)
+        config = dataclasses.replace(config, storage=dataclasses.replace(
+            config.storage, durable_queue_bytes=2))
+        running = start_broker(config, sys_interval=0)
     sub = Client(running.host, running.port, "qf-sub", clean=False)
     pub = Client(running.host, running.port, "qf-pub")
     back = Client(running.host, running.port, "qf-sub", clean=False)

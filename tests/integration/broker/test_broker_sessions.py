@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
 from mqtt_testkit import Client, RawClient, broker_config
 
 from actorbroker.app import RunningBroker
+from actorbroker.config import StorageConfig
 from actorbroker.codec import ConnAck, PubAck, PubComp, Publish, PubRec, PubRel, Subscribe, Subscription
 
 Clients = Callable[..., Client]
@@ -112,7 +114,11 @@ def test_takeover_closes_the_first_connection_and_keeps_the_session(
 
 def test_a_full_queue_drops_new_messages_and_counts_them(
         start_broker: Callable[..., RunningBroker], tmp_path: Path) -> None:
-    running = start_broker(broker_config(tmp_path, max_queued_messages=3))
+    # Without the commit log: a durable session's offline queue is bounded by bytes instead
+    # (tests/integration/durability/test_durable_sessions.py).
+    config = broker_config(tmp_path, max_queued_messages=3)
+    config = dataclasses.replace(config, storage=StorageConfig(durability="memory"))
+    running = start_broker(config)
     sub = Client(running.host, running.port, "slowpoke", clean=False)
     pub = Client(running.host, running.port, "flood")
     try:

@@ -8,6 +8,8 @@ which the crash checker, tests/crashcheck/, does for real).
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -342,3 +344,46 @@ def test_a_resuming_session_keeps_its_name_so_nothing_routed_meanwhile_is_droppe
         assert got == [b"m%d" % n for n in range(1, 21)]
         assert seen == ["sleeping", "actor"], f"the session's name went through {seen}"
         assert "session_unavailable" not in broker.metrics()["dropped"]
+
+
+def _hibernated(broker: object, client_id: str, timeout: float = 10.0) -> None:
+    """Poll until ``client_id``'s session has hibernated (its actor stops asynchronously)."""
+    pause = threading.Event()
+    deadline = time.monotonic() + timeout
+    while not broker.call(  # type: ignore[attr-defined]
+            lambda: isinstance(broker.node.names.sessions.get(client_id), Sleeping)):  # type: ignore[attr-defined]
+        assert time.monotonic() < deadline, f"{client_id!r} did not hibernate"
+        pause.wait(0.01)
+
+
+@pytest.mark.parametrize(("queue_bytes", "count", "size", "kept"), [
+    (None, 1500, 16, 1500),  # the default: beyond max_queued_messages (1000), nothing lost
+    (1000, 15, 100, 10),     # 1,000 payload bytes: ten messages of 100
+])
+def test_an_offline_durable_queue_is_bounded_by_bytes_not_by_a_message_count(
+        tmp_path: Path, queue_bytes: int | None, count: int, size: int, kept: int) -> None:
+    storage = {} if queue_bytes is None else {"durable_queue_bytes": queue_bytes}
+    with running(durable_config(tmp_path / "data", **storage)) as broker:
+        sub = raw(broker)
+        sub.connect("sub", clean=False)
+        subscribe(sub, "b/#", 1)
+        sub.disconnect()
+        _hibernated(broker, "sub")
+        pub = raw(broker)
+        pub.connect("pub")
+        for n in range(count):
+            pub.send(Publish("b/t", b"%d:" % n + b"x" * (size - len(b"%d:" % n)), 1, False,
+                             False, n + 1))
+        assert [type(pub.recv()) for _ in range(count)] == [PubAck] * count
+        assert status(broker)["queued"] == kept
+        metrics = broker.wait_until(lambda m: m["dropped"].get("queue_full", 0) == count - kept)
+        assert set(metrics["dropped"]) <= {"queue_full"}
+        sub = raw(broker)
+        assert sub.connect("sub", clean=False).session_present
+        for n in range(kept):
+            packet = sub.recv()
+            assert isinstance(packet, Publish) and packet.payload.startswith(b"%d:" % n)
+            assert packet.packet_id is not None
+            sub.send(PubAck(packet.packet_id))
+        pub.send(Publish("b/t", b"marker", 1, False, False, 1))
+        assert sub.recv().payload == b"marker"  # type: ignore[attr-defined]  # nothing else

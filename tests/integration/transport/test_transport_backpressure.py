@@ -121,6 +121,30 @@ def test_a_slow_session_pauses_reading_after_max_batches(run) -> None:
     run(scenario(), timeout=60)
 
 
+def test_a_credit_never_given_back_expires_after_credit_timeout(run) -> None:
+    async def scenario() -> None:
+        async with Broker(TestGateway(auto_done=False, echo=False), max_batches=2,
+                          credit_timeout=0.2) as broker:
+            client, port = await broker.connected(level=4)
+            transport = port.conn.transport
+            for i in range(2):
+                await client.send(Publish("p", b"%d" % i))
+                await port.wait_until(lambda: len(port.inbound) == i + 1)
+            assert not transport.is_reading()
+            # Nobody takes the holds (a credit lost with a crashed actor's inbox): reading
+            # resumes once the oldest credit is older than credit_timeout.
+            await client.send(Publish("p", b"2"))
+            await port.wait_until(lambda: len(port.inbound) == 3)
+            first = port.inbound[0].credit
+            assert asyncio.get_running_loop().time() - first.born >= 0.2
+            assert broker.stats.credits_expired == 2  # both were that old
+            first.take()  # a hold given back late changes nothing
+            await client.send(Publish("p", b"3"))
+            await port.wait_until(lambda: len(port.inbound) == 4)
+            assert not transport.is_reading()  # the new credits count, not the late take
+    run(scenario(), timeout=60)
+
+
 def test_max_connections_accepts_then_closes_the_extra_socket(run, caplog) -> None:
     async def scenario() -> None:
         async with Broker(max_connections=2) as broker:

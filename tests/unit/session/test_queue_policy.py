@@ -7,7 +7,7 @@ import pytest
 from actorbroker.codec import PubAck, PubComp, PubRec, PubRel, Publish
 from actorbroker.session import AppMessage, Delivery, DropReason, QueuePolicy
 from actorbroker.session.outbox import Outbox
-from actorbroker.session.queue import OutboundQueue
+from actorbroker.session.queue import HIGH_WATER, OutboundQueue
 
 
 def d(n: int, qos: int = 1, size: int = 1) -> Delivery:
@@ -54,6 +54,40 @@ def test_pop_is_fifo_and_tracks_bytes() -> None:
     assert queue.bytes == 5 and len(queue) == 2
     assert queue.clear() == [d(1, size=2), d(2, size=3)]
     assert queue.bytes == 0 and not queue
+
+
+@pytest.mark.parametrize(("policy", "mark"), [
+    (QueuePolicy(max_queued_messages=10), 5),
+    (QueuePolicy(max_queued_messages=1000), HIGH_WATER),
+    (QueuePolicy(max_queued_messages=0), HIGH_WATER),
+])
+def test_pressed_from_half_the_message_limit_and_elastic_admits_beyond_it(
+        policy: QueuePolicy, mark: int) -> None:
+    queue = OutboundQueue(policy)
+    pressed = []
+    for n in range(mark + 1):
+        pressed.append(queue.pressed)
+        assert queue.offer(d(n), online=True) is None
+    assert pressed == [False] * mark + [True]
+    if policy.max_queued_messages:
+        while len(queue) < policy.max_queued_messages:
+            queue.offer(d(0), online=True)
+        assert queue.offer(d(1), online=True) is DropReason.QUEUE_FULL
+        queue.elastic = True  # the session holds this delivery's publisher back
+        assert queue.offer(d(1), online=True) is None
+        assert len(queue) == policy.max_queued_messages + 1
+    popped = queue.popped
+    while queue.pressed:
+        queue.pop()
+    assert len(queue) == mark - 1 and queue.popped > popped
+
+
+def test_pressed_from_half_the_byte_limit() -> None:
+    queue = OutboundQueue(QueuePolicy(max_queued_messages=0, max_queued_bytes=100))
+    queue.offer(d(1, size=49), online=True)
+    assert not queue.pressed
+    queue.offer(d(2, size=1), online=True)
+    assert queue.pressed
 
 
 @pytest.mark.parametrize("kwargs", [

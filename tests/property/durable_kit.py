@@ -42,7 +42,8 @@ from actorbroker.durable import DurableState
 from actorbroker.persistence.records import Record
 from actorbroker.session import SessionConfig
 
-__all__ = ["Conn", "MemoryLog", "MemoryRegistry", "Ready", "Shell", "new_node", "start_actor"]
+__all__ = ["Conn", "MemoryLog", "MemoryRegistry", "Ready", "Shell", "new_actor", "new_node",
+           "run_start"]
 
 
 class Ready:
@@ -215,10 +216,10 @@ def new_node(config: SessionConfig, log: MemoryLog, registry: MemoryRegistry) ->
                 durability=DurabilitySettings())
 
 
-def start_actor(node: Node, client_id: str, loop: asyncio.AbstractEventLoop,
-                clock: Callable[[], float], *, woken: bool) -> Shell:
-    """Start a session actor as the gateway does: ``woken`` for a client id whose session
-    the log holds (a hibernated one, or any after a restart); run its ``on_start``."""
+def new_actor(node: Node, client_id: str, loop: asyncio.AbstractEventLoop,
+              clock: Callable[[], float], *, woken: bool) -> Shell:
+    """A session actor as the gateway starts one: ``woken`` for a client id whose session
+    the log holds (a hibernated one, or any after a restart). Then :func:`run_start`."""
     if woken:
         node.woken.add(client_id)
     supervisors.use_loop(loop)
@@ -227,6 +228,11 @@ def start_actor(node: Node, client_id: str, loop: asyncio.AbstractEventLoop,
     finally:
         supervisors.use_loop(None)
     actor._clock = clock  # noqa: SLF001 (the machine's time, not the loop's)
+    return actor
+
+
+def run_start(actor: Shell) -> Shell:
+    """Run the actor's ``on_start`` (its asks are answered at once)."""
     start = actor.on_start()
     try:
         start.send(None)

@@ -31,7 +31,8 @@ import os
 from collections import deque
 from typing import Any
 
-from durable_kit import Conn, MemoryLog, MemoryRegistry, Shell, drain, new_node, start_actor
+from durable_kit import (Conn, MemoryLog, MemoryRegistry, Shell, drain, new_actor, new_node,
+                         run_start)
 from hypothesis import Phase, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -237,7 +238,9 @@ class DurableSessionMachine(RuleBasedStateMachine):
             clean = False  # MQTT 3 Clean Session 1 is not durable: not modelled (see report)
         if self.live() is None:
             woken = isinstance(self.node.names.sessions.get(CID), Sleeping)
-            self.actor = start_actor(self.node, CID, self.loop, lambda: self.now, woken=woken)
+            # Named before it loads: a message routed meanwhile reaches it (the horizon case).
+            self.actor = new_actor(self.node, CID, self.loop, lambda: self.now, woken=woken)
+            run_start(self.actor)
         if clean:  # the client starts over: nothing before this is owed
             self.app, self.twice, self.qos2_ids, self.first_sent = [], [], set(), set()
             self.published = {n: (q, False) for n, (q, _) in self.published.items()}

@@ -38,12 +38,16 @@ from actorbroker.actors.session import SessionActor
 from actorbroker.actors.storage_reads import load_routing, load_session, message_at
 from actorbroker.actors.storage_recovery import restart_records
 from actorbroker.codec import Packet, Subscription
-from actorbroker.durable import DurableState
-from actorbroker.persistence.records import Record
+from actorbroker.durable import DurableState, restate
+from actorbroker.persistence.records import CheckpointCompleted, Record
 from actorbroker.session import SessionConfig
 
 __all__ = ["Conn", "MemoryLog", "MemoryRegistry", "Ready", "Shell", "new_actor", "new_node",
            "run_start"]
+
+
+#: Wall-clock time of the records the kit writes itself (µs since the epoch).
+TS = 1_700_000_000_000_000
 
 
 class Ready:
@@ -71,8 +75,11 @@ class MemoryLog:
         self.synced = synced
         self.state = DurableState()
         self.pending: list[tuple[Append, tuple[int, ...]]] = []  # written, not synced
-        for offset, record in enumerate(self.records[:synced]):
-            self.state.apply(offset, record, offset + 1)
+        # Recovery folds from the latest complete checkpoint's CheckpointStarted, if any.
+        ends = [r for r in self.records[:synced] if isinstance(r, CheckpointCompleted)]
+        start = ends[-1].started_at if ends else 0
+        for offset in range(start, synced):
+            self.state.apply(offset, self.records[offset], offset + 1)
 
     # -- CommitLog, as storage_reads.message_at reads it ------------------------------
 
@@ -100,7 +107,8 @@ class MemoryLog:
     def ask(self, message: Any, block: bool = True) -> Ready:
         self.sync()  # as the storage actor: reads see every record written, folded
         if isinstance(message, LoadSession):
-            return Ready(load_session(self, self.state, message.client_id, None))  # type: ignore[arg-type]
+            load = load_session(self, self.state, message.client_id, None)  # type: ignore[arg-type]
+            return Ready(load)
         if isinstance(message, LoadRouting):
             return Ready(load_routing(self, self.state))  # type: ignore[arg-type]
         raise TypeError(f"storage: unexpected ask {message!r}")
@@ -114,6 +122,16 @@ class MemoryLog:
         for append, offsets in pending:
             if append.reply_to is not None:
                 self.reply(append.reply_to, Durable(append.token, offsets))
+
+    def checkpoint(self) -> None:
+        """What the storage actor's housekeeping does: fold everything, restate the state
+        in one synced batch, note it (recovery then folds from there)."""
+        self.sync()
+        state, start = self.state, len(self.records)
+        number = state.checkpoint[0] + 1 if state.checkpoint else 1
+        self.records += restate(state, number, self.read_at, TS)
+        self.records.append(CheckpointCompleted(number, start, timestamp_us=TS))
+        self.sync()  # restated records are skipped by a running fold; the id is noted
 
     def restart(self, keep_unsynced: int) -> MemoryLog:
         """The log after a crash and recovery: what was synced, ``keep_unsynced`` records
@@ -211,8 +229,8 @@ class Shell(SessionActor):
 
 def new_node(config: SessionConfig, log: MemoryLog, registry: MemoryRegistry) -> Node:
     """A node with storage on (mode fsync: early answers) and hibernation."""
-    return Node(settings=NodeSettings(session=config), refs=Refs(registry=registry,  # type: ignore[arg-type]
-                                                                 storage=log),  # type: ignore[arg-type]
+    refs: Any = Refs(registry=registry, storage=log)  # type: ignore[arg-type]
+    return Node(settings=NodeSettings(session=config), refs=refs,
                 durability=DurabilitySettings())
 
 

@@ -8,8 +8,9 @@ and ``restart_records``. Rules, in any order: connect (clean or not); one
 read of acks owed (in order or not, some withheld), maybe with DISCONNECT;
 the network dropping the connection; publishing; the group commit's sync;
 each mailbox's next message (storage, registry, topic, transport: any
-interleaving, each FIFO); a few busy rounds; and a crash that keeps what was
-written (kill -9) or loses its unsynced tail (power loss), then recovery.
+interleaving, each FIFO); a few busy rounds; a checkpoint; and a crash that keeps what was
+written (kill -9) or loses its unsynced tail (power loss), then recovery
+(from the latest checkpoint).
 
 The client dedups QoS 2 by packet id until PUBREL ([MQTT-4.3.3-9], method
 B). What must hold: every message acknowledged to the publisher while the
@@ -311,6 +312,10 @@ class DurableSessionMachine(RuleBasedStateMachine):
         single steps reach rarely: a QoS 2 flow half done when the crash comes)."""
         for _ in range(rounds):
             self.round(sync=True)
+
+    @rule()
+    def checkpoint(self) -> None:
+        self.log.checkpoint()
 
     @rule(lost=st.integers(0, 6))
     def crash_and_restart(self, lost: int) -> None:

@@ -34,8 +34,9 @@ from typing import Any
 
 from durable_kit import (Conn, MemoryLog, MemoryRegistry, Shell, drain, new_actor, new_node,
                          run_start)
-from hypothesis import Phase, event, settings
+from hypothesis import Phase, settings
 from hypothesis import strategies as st
+from hypothesis.control import currently_in_test_context, event as record_event
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from actorbroker.actors.durable_messages import Append, Durable
@@ -54,6 +55,11 @@ TOPIC = "t"
 NEVER = 0xFFFFFFFF
 PUBLISHER = "the publisher"  # reply_to of the publisher's Appends
 BOXES = ("storage", "registry", "topic", "transport")
+
+
+def event(text: str) -> None:
+    if currently_in_test_context():  # (a scripted case runs the machine outside a test)
+        record_event(text)
 
 
 class DurableSessionMachine(RuleBasedStateMachine):
@@ -110,8 +116,6 @@ class DurableSessionMachine(RuleBasedStateMachine):
             if getattr(self, "loop", None) is not None:
                 self.loop.close()
 
-    # -------------------------------------------------------------- plumbing
-
     def tick(self) -> float:
         self.now += 1.0
         return self.now
@@ -163,8 +167,6 @@ class DurableSessionMachine(RuleBasedStateMachine):
                 self.drops[reason] = self.drops.get(reason, 0) + count
         self.node.metrics.dropped.clear()
 
-    # ------------------------------------------------------------- publisher
-
     def publisher_answered(self, message: Any) -> None:
         assert isinstance(message, Durable)
         n = message.token
@@ -186,8 +188,6 @@ class DurableSessionMachine(RuleBasedStateMachine):
             if cid == CID and self.live() is not None:
                 self.boxes["topic"].append(Deliver((message,), granted, epoch))
             # else: a Sleeping placeholder takes it (a no-op: the fold queued it)
-
-    # ----------------------------------------------------------------- client
 
     def receive(self, conn: Conn, packets: tuple[Packet, ...]) -> None:
         if conn is not self.conn:
@@ -226,8 +226,6 @@ class DurableSessionMachine(RuleBasedStateMachine):
     def send(self, *packets: Packet) -> None:
         assert self.conn is not None
         self.boxes["transport"].append(Inbound(self.conn.conn_id, packets))
-
-    # ------------------------------------------------------------------ rules
 
     @precondition(lambda self: self.conn is None)
     # Clean starts void what was owed: one connect in four, so that most runs owe something.
@@ -341,8 +339,6 @@ class DurableSessionMachine(RuleBasedStateMachine):
         # The publisher resends what it got no PUBACK for; not modelled: those are not owed.
         self.published = {n: (q, t and n in self.acked) for n, (q, t) in self.published.items()}
 
-    # ------------------------------------------------------------- invariants
-
     @invariant()
     def qos2_once(self) -> None:
         assert not self.twice, f"QoS 2 messages delivered twice: {self.twice}"
@@ -350,8 +346,6 @@ class DurableSessionMachine(RuleBasedStateMachine):
     @invariant()
     def redelivered_with_dup(self) -> None:
         assert not self.sent_again, f"sent again with DUP=0: {self.sent_again}"
-
-    # ------------------------------------------------------------- the end
 
     def settle_everything(self) -> None:
         """The client comes back (not clean) and keeps up until nothing moves."""

@@ -349,7 +349,7 @@ class DurableSessionMachine(RuleBasedStateMachine):
 
     def settle_everything(self) -> None:
         """The client comes back (not clean) and keeps up until nothing moves."""
-        for _ in range(400):
+        for _ in range(100 + 4 * self.next_n):  # a few rounds a message (window 1, QoS 2)
             moved = False
             if self.conn is None:
                 self.connect(False, self.level == 5, 3)

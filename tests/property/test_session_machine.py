@@ -11,6 +11,9 @@ core and checks, after every step:
 * the inflight window is never exceeded and is used whenever something waits;
 * packet ids are unique among live flows, resends carry DUP=1 and the
   original id, and first transmissions keep the delivery order (FIFO);
+* a reconnect resends every live flow, as the client sees it: the packets
+  sent (PUBLISH DUP=1 in first-send order, then PUBREL in PUBREC order) are
+  compared with the model's flows, not with the core's own table;
 * a QoS 2 message is never sent again once its PUBREC was received;
 * client QoS 2 PUBLISH retries before PUBREL are not routed twice.
 """
@@ -85,6 +88,8 @@ class SessionMachine(RuleBasedStateMachine):
         self.pubreced: set[int] = set()  # QoS 2 messages whose PUBREC the core received
         self.owes: dict[int, tuple[str, int]] = {}  # client obligations: packet id -> (ack, n)
         self.inbound_awaiting: set[int] = set()
+        self.send_order: list[int] = []  # packet ids of live flows, in first-send order
+        self.rel_order: list[int] = []  # packet ids whose PUBREC the core got, in that order
         self.expect_present = False
         self.attach(clean=False)
 
@@ -95,10 +100,22 @@ class SessionMachine(RuleBasedStateMachine):
         return self.now
 
     def attach(self, *, clean: bool, discards: bool = False) -> None:
+        # What the client must get again ([MQTT-4.4.0-1]): read before the attach, from the
+        # model's own record of live flows, and checked against the packets the attach sends.
+        owed = [] if clean or discards else self.resends_owed()
         effects = self.core.attach(Connect("MQTT", 4, "c", clean, 0), self.tick())
         if clean or discards:
             self.discarded(effects)
+        resent = [(type(p).__name__, p.packet_id) for e in effects if isinstance(e, Send)
+                  for p in e.packets if isinstance(p, PubRel) or (isinstance(p, Publish) and p.dup)]
+        assert resent == owed, (resent, owed)
         self.process(effects)
+
+    def resends_owed(self) -> list[tuple[str, int]]:
+        """Each live flow's resend, in the order the client must get them: unacknowledged
+        PUBLISHes in the order they were first sent, then PUBRELs in PUBREC order."""
+        publishes = [("Publish", pid) for pid in self.send_order if pid not in self.rel_order]
+        return publishes + [("PubRel", pid) for pid in self.rel_order]
 
     def discarded(self, effects: list[Effect]) -> None:
         """The session state was discarded: every unacknowledged delivery must be reported."""
@@ -110,6 +127,8 @@ class SessionMachine(RuleBasedStateMachine):
         self.unsent.clear()
         self.sent_id.clear()
         self.live_ids.clear()
+        self.send_order.clear()
+        self.rel_order.clear()
         self.inbound_awaiting.clear()
         self.expect_present = False
 
@@ -156,6 +175,7 @@ class SessionMachine(RuleBasedStateMachine):
             assert packet.packet_id not in self.live_ids
             self.sent_id[n] = packet.packet_id
             self.live_ids.add(packet.packet_id)
+            self.send_order.append(packet.packet_id)
         self.owes[packet.packet_id] = ("PUBACK" if packet.qos == 1 else "PUBREC", n)
 
     # -------------------------------------------------------------- rules
@@ -197,14 +217,18 @@ class SessionMachine(RuleBasedStateMachine):
             ack = PubAck(packet_id)
             self.outstanding.discard(n)
             self.live_ids.discard(packet_id)
+            self.send_order.remove(packet_id)
             del self.sent_id[n]
         elif kind == "PUBREC":
             ack = PubRec(packet_id)
             self.outstanding.discard(n)
             self.pubreced.add(n)
+            self.rel_order.append(packet_id)
         else:
             ack = PubComp(packet_id)
             self.live_ids.discard(packet_id)
+            self.send_order.remove(packet_id)
+            self.rel_order.remove(packet_id)
             del self.sent_id[n]
         effects = self.core.handle(ack, self.tick())
         if kind == "PUBREC":
@@ -248,11 +272,7 @@ class SessionMachine(RuleBasedStateMachine):
         if self.core.state is SessionState.ENDED:
             self.core = SessionCore("c", self.config)
             self.pubreced.clear()
-        expected = [pid for pid, (_, state) in self.core.inflight.items()] if not clean else []
-        self.attach(clean=clean)
-        if expected:
-            resent = [pid for pid, (_, state) in self.core.inflight.items()][: len(expected)]
-            assert resent == expected
+        self.attach(clean=clean)  # checks the resends against the packets sent
         self.expect_present = False
 
     @precondition(lambda self: self.core.attached)

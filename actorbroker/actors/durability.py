@@ -172,6 +172,10 @@ class SessionDurability:
             effects = self.wills.inject(effects, cid, self._actor.now())
         ts = now_us()
         found = derive(effects, cid, durable, self._flights, self._asked, ts)
+        if found.discarded:
+            # Deliveries of the discarded subscriptions must be stale from now on, not from
+            # when the held RequestUnsubscribe is carried out (a Deliver can come first).
+            self._actor.renew_epoch()
         records, routes, state = found.records, found.routes, found.state
         cleared = self.wills.cleared(effects, cid, ts)
         if cleared is not None:

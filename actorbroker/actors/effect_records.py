@@ -41,7 +41,7 @@ __all__ = ["Derived", "derive"]
 class Derived:
     """What :func:`derive` found in one core call's effects."""
 
-    __slots__ = ("before", "early", "plain", "records", "routes", "state")
+    __slots__ = ("before", "discarded", "early", "plain", "records", "routes", "state")
 
     def __init__(self) -> None:
         self.records: list[Record] = []  # the Publish of each logged message, in effect order
@@ -50,6 +50,7 @@ class Derived:
         self.state: list[Record] = []  # the session's own state (durable sessions)
         self.early = True  # the logged messages are all QoS 1 routes, the rest neutral
         self.plain = True  # neutral effects only (packets, timers, counts)
+        self.discarded = False  # the core discarded the session state (RequestUnsubscribe(None))
 
 
 def derive(effects: list[Effect], cid: str, durable: bool, flights: Callable[[], Any],
@@ -102,6 +103,8 @@ def derive(effects: list[Effect], cid: str, durable: bool, flights: Callable[[],
             assert isinstance(effect, RequestUnsubscribe)
             if effect.packet_id is not None:
                 state += [Unsubscribed(cid, f, timestamp_us=ts) for f in effect.topic_filters]
+            else:
+                found.discarded = True
         elif kind is EndSession:
             state.append(SessionExpired(cid, timestamp_us=ts))
     return found

@@ -78,6 +78,7 @@ class ResumedQueue:
             self._node.metrics.drop("session_ended", len(self.spool),
                                     client_id=self._actor.client_id)
         self.spool = None
+        self._fetching = None  # a chunk on its way belongs to the discarded state: ignored
 
     def admit(self, messages: tuple[AppMessage, ...], qos: int) -> tuple[AppMessage, ...]:
         """Of a Deliver, what goes to the core now; logged messages join a non-empty spool."""

@@ -374,10 +374,14 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
         elif isinstance(effect, RequestUnsubscribe):
             registry.tell(RemoveSubscriptions(self.client_id, effect.packet_id,
                                               effect.topic_filters, self.actor_ref))
-            if effect.packet_id is None:  # the core discarded the session state
-                self._epoch = self._node.next_epoch()
+            if effect.packet_id is None and self._durability is None:
+                self.renew_epoch()  # (with storage: SessionDurability did, when it saw it)
             else:
                 self._router.changing += 1  # answered by SubscriptionsRemoved
+
+    def renew_epoch(self) -> None:
+        """The core discarded the session state: Delivers of its old subscriptions are stale."""
+        self._epoch = self._node.next_epoch()
 
     def _close(self, effect: Close) -> None:
         conn = self._conn

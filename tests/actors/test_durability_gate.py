@@ -71,7 +71,14 @@ class Actor:
         self.durability.read(packets)
         self.run(self.core.handle_all(packets, 1.0))
 
-    run_effects = run
+    def run_effects(self, effects: list[Effect], credit: object = None) -> None:
+        self.run(effects)
+
+    def held_credit(self) -> None:
+        return None  # no read credit: the transport's backpressure is not under test here
+
+    def renew_epoch(self) -> None:
+        pass
 
     def now(self) -> float:
         return 1.0

@@ -1,16 +1,16 @@
 """Cases the durable session machine found, replayed step by step as regression tests.
 
 Each runs the machine's own rules (test_session_durable_machine.py) in the
-order the search found. The two Clean Start cases are known bugs of the
-actors layer (xfail, strict: they fail loudly once fixed, so the mark goes):
+order the search found. The two Clean Start cases were bugs of the actors
+layer, each failing before its fix:
 
 * a chunk of the resumed queue still being fetched when a Clean Start
-  discards the session is fed to the new session on arrival
-  (``ResumedQueue.discard`` leaves ``_fetching`` set; the fix: clear it);
-* a ``Deliver`` for the discarded subscriptions is taken by the new session
-  while the ``RequestUnsubscribe(None)`` that renews the epoch waits in the
-  gate (``SessionActor._registry_request`` renews it only when the effect is
-  carried out).
+  discarded the session was fed to the new session on arrival
+  (``ResumedQueue.discard`` left ``_fetching`` set; now it clears it);
+* a ``Deliver`` for the discarded subscriptions was taken by the new session
+  while the ``RequestUnsubscribe(None)`` that renews the epoch waited in the
+  gate (the epoch was renewed only when the effect was carried out; now
+  ``SessionDurability.intercept`` renews it when it sees the effect).
 
 The deep search found the first as "QoS 1 out of order": messages queued
 for the old session reached the clean one behind a newer message.
@@ -18,7 +18,6 @@ for the old session reached the clean one behind a newer message.
 
 from __future__ import annotations
 
-import pytest
 from test_session_durable_machine import DurableSessionMachine
 
 
@@ -40,7 +39,6 @@ def test_a_woken_session_delivers_its_queue_in_order() -> None:
     m.teardown()
 
 
-@pytest.mark.xfail(strict=True, reason="ResumedQueue.discard leaves the fetch in flight")
 def test_a_clean_start_drops_the_chunk_on_its_way() -> None:
     m = machine()
     m.lose_connection()
@@ -54,8 +52,6 @@ def test_a_clean_start_drops_the_chunk_on_its_way() -> None:
     m.teardown()
 
 
-@pytest.mark.xfail(strict=True, reason="the epoch is renewed only once the held "
-                                       "RequestUnsubscribe is carried out")
 def test_a_clean_start_drops_deliveries_of_the_old_subscriptions() -> None:
     m = machine()
     m.publish([1], False)  # written: routed at once, its Deliver on its way to the session

@@ -51,7 +51,7 @@ def durable_children(config: Config, node: Node, *,
     limits = config.limits
     node.durability = DurabilitySettings(
         retry=internal_backoff(config), max_queued_messages=limits.max_queued_messages, max_queued_bytes=limits.max_queued_bytes,
-        hibernate=not limits.queue_qos0_messages)
+        hibernate=not limits.queue_qos0_messages, log_qos0=config.storage.log_qos0)
     refs = node.refs
 
     def start_storage() -> ActorRef[Any]:

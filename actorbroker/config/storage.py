@@ -54,6 +54,15 @@ class StorageConfig:
         full disk; QoS 0 flows on. Below twice segment_bytes, files are made smaller.""",
     )
 
+    log_qos0: bool = option(
+        False,
+        help="""Whether QoS 0 PUBLISHes are logged too, so that the data pipeline
+        sees all traffic. They are appended without waiting for any fsync and never
+        delay delivery, and are still never queued for offline sessions nor
+        redelivered after a crash (QoS 0 is at most once). Off by default: QoS 0 is
+        the high-rate telemetry path, and logging it writes every message to disk
+        and takes broker time (docs/benchmarks.md, "log_qos0").""",
+    )
     checkpoint_bytes: int = option(
         8 * 1024 * 1024, minimum=0, zero="segment_bytes", unit="bytes",
         help="""Log growth after which the durable state (sessions, queues as log

@@ -182,6 +182,11 @@ class DurableState:
     # -- messages and retained ---------------------------------------------------------
 
     def _publish(self, offset: int, record: Publish) -> None:
+        if not record.qos:
+            # Logged for the pipeline only ([storage] log_qos0): QoS 0 is never queued for an
+            # offline session nor redelivered, and the registry journals its retained change
+            # as a RetainedSet, in the order it applied it.
+            return
         if record.qos == 2 and record.packet_id and record.client_id:
             image = self.sessions.get(record.client_id)
             if image is not None:

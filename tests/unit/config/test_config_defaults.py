@@ -51,6 +51,7 @@ EXPECTED_DEFAULTS: dict[tuple[str, str], object] = {
     ("storage", "retention_hours"): 168.0,
     ("storage", "retention_bytes"): 1024 * 1024 * 1024,
     ("storage", "max_disk_bytes"): 0,
+    ("storage", "log_qos0"): False,
     ("storage", "checkpoint_bytes"): 8 * 1024 * 1024,
     ("storage", "checkpoint_interval"): 300.0,
     ("storage", "snapshots"): True,

@@ -163,7 +163,9 @@ def write_charts(data: ReportData, directory: Path) -> list[Chart]:
     if top.empty:
         _empty(ax, "no reconnects" if not data.sessions.empty else "no sessions")
     else:
-        ax.barh(top["client_id"].astype(str)[::-1], top["reconnects"][::-1])
+        ax.barh(top["client_id"].astype(str)[::-1], top["reconnects"][::-1], height=0.6)
+        # Room for at least 5 bars, filled from the top: one bar stays a bar, not a block.
+        ax.set_ylim(len(top) - max(len(top), 5) - 0.5, len(top) - 0.5)
         ax.set_xlabel("reconnects")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title(titles["reconnects.png"])
@@ -237,8 +239,8 @@ def _cell(value: object) -> str:
         return text if len(text) <= 60 else text[:57] + "..."
     if isinstance(value, dt.datetime):
         return value.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
-    if isinstance(value, float):
-        return f"{value:,.1f}"
+    if isinstance(value, float):  # seconds: a reconnect within 5 ms is 0.005, not 0.0
+        return f"{value:,.1f}" if abs(value) >= 1 or value == 0 else f"{value:.3f}"
     return str(value)
 
 

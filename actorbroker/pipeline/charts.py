@@ -138,7 +138,7 @@ def _steps(ax: plt.Axes, index: pd.DatetimeIndex, values: pd.Series, bucket: int
     """``values`` as steps, each as wide as its bucket (the last one closed at its end)."""
     x = list(index) + [index[-1] + pd.Timedelta(seconds=bucket)]
     y = list(values) + [values.iloc[-1]]
-    ax.step(x, y, where="post", linewidth=1.6, **style)
+    ax.step(x, y, where="post", **{"linewidth": 1.6, **style})
 
 
 def _empty(ax: plt.Axes, text: str) -> None:
@@ -181,9 +181,13 @@ def _messages(data: ReportData, index: pd.DatetimeIndex | None, path: Path, titl
     else:
         wide = data.traffic.pivot_table(index="bucket_start", columns="topic", values="messages",
                                         aggfunc="sum").reindex(index, fill_value=0).fillna(0)
-        for topic in wide.sum().sort_values(ascending=False).index:
-            _steps(ax, index, wide[topic], data.bucket, label=str(topic))
+        # Busiest first and widest: a topic drawn over another with the same counts (steady
+        # publishers often have them) leaves the one below showing at its edges.
+        for rank, topic in enumerate(wide.sum().sort_values(ascending=False).index):
+            _steps(ax, index, wide[topic], data.bucket, label=str(topic),
+                   linewidth=max(0.8, 3.2 - 0.6 * rank))
         x_range = _time_axis(ax, index, data.bucket)
+        ax.set_ylim(top=max(1, float(wide.to_numpy().max())) * 1.12)  # the top line unclipped
         ax.set_ylabel(f"messages per {bucket_name(data.bucket)}")
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small",
                   title="topic", title_fontsize="small")

@@ -65,6 +65,7 @@ class DurabilitySettings:
     max_queued_messages: int = 1000
     max_queued_bytes: int = 0
     hibernate: bool = True
+    log_qos0: bool = False  # [storage] log_qos0: QoS 0 Publish records, fire-and-forget
 
 
 class SessionDurability:
@@ -171,7 +172,8 @@ class SessionDurability:
         if self.wills.loaded is not None:  # a Will taken back from the log: out if due
             effects = self.wills.inject(effects, cid, self._actor.now())
         ts = now_us()
-        found = derive(effects, cid, durable, self._flights, self._asked, ts)
+        found = derive(effects, cid, durable, self._flights, self._asked, ts,
+                       self.settings.log_qos0)
         if found.discarded:
             # Deliveries of the discarded subscriptions must be stale from now on, not from
             # when the held RequestUnsubscribe is carried out (a Deliver can come first).
@@ -255,7 +257,7 @@ class SessionDurability:
         self.settle()
 
     def _stored(self, held: Held, offsets: tuple[int, ...]) -> None:
-        if not any(isinstance(r, Publish) for r in held.records) and held.records:
+        if not any(isinstance(r, Publish) and r.qos for r in held.records) and held.records:
             self._retry_backoff.reset()
         held.stored(offsets)
 

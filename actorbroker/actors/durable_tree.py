@@ -53,7 +53,7 @@ def durable_children(config: Config, node: Node, *,
     node.durability = DurabilitySettings(
         retry=internal_backoff(config), max_queued_messages=0,  # offsets: bounded by bytes
         max_queued_bytes=config.storage.durable_queue_bytes,
-        hibernate=not limits.queue_qos0_messages)
+        hibernate=not limits.queue_qos0_messages, log_qos0=config.storage.log_qos0)
     refs = node.refs
 
     def start_storage() -> ActorRef[Any]:

@@ -10,6 +10,13 @@ their records are synced (:attr:`Derived.early`: every logged message is
 QoS 1 and nothing else in them must stay ordered with routes; see
 :mod:`.gate`), and whether later routes may overtake them
 (:attr:`Derived.plain`).
+
+With ``[storage] log_qos0`` a QoS 0 message (or Will) gets its ``Publish``
+too, for the data pipeline, but no route entry: nothing waits for it
+(:attr:`Derived.routes` stays empty for it, so it holds nothing, its route
+takes no offset and no PUBACK waits; alone it goes to storage with no
+reply), and QoS 0 stays out of the delivery state (the fold never queues
+it, actorbroker/durable/fold.py).
 """
 
 from __future__ import annotations
@@ -54,9 +61,10 @@ class Derived:
 
 
 def derive(effects: list[Effect], cid: str, durable: bool, flights: Callable[[], Any],
-           asked: dict[int, deque[Any]], ts: int) -> Derived:
+           asked: dict[int, deque[Any]], ts: int, log_qos0: bool = False) -> Derived:
     """The records of ``effects`` of client ``cid`` (see the module doc); a SUBSCRIBE asked
-    for is noted in ``asked`` (its records come with the registry's answer)."""
+    for is noted in ``asked`` (its records come with the registry's answer); ``log_qos0``:
+    QoS 0 messages get a ``Publish`` record that nothing waits for."""
     found = Derived()
     records, routes, state = found.records, found.routes, found.state
     for index, effect in enumerate(effects):
@@ -71,6 +79,8 @@ def derive(effects: list[Effect], cid: str, durable: bool, flights: Callable[[],
                 routes.append((index, len(records)))
                 records.append(publish_record(
                     message, None if effect.ack is None else effect.ack.packet_id, ts))
+            elif log_qos0 and not message.qos:
+                records.append(publish_record(message, None, ts))
             continue
         if kind not in NEUTRAL:
             found.early = found.plain = False
@@ -83,6 +93,8 @@ def derive(effects: list[Effect], cid: str, durable: bool, flights: Callable[[],
             message = effect.message
             if message.qos and message.log_offset < 0:
                 routes.append((index, len(records)))
+                records.append(publish_record(message, None, ts))
+            elif log_qos0 and not message.qos:
                 records.append(publish_record(message, None, ts))
             found.before.append(WillSent(cid, message.topic, timestamp_us=ts))
         elif kind is Dropped:

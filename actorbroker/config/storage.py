@@ -67,6 +67,17 @@ class StorageConfig:
         for that session (queue_full).""",
     )
 
+    log_qos0: bool = option(
+        False,
+        help="""Whether QoS 0 PUBLISHes (and QoS 0 Wills) are logged too, so that
+        the data pipeline sees all traffic. Nothing waits for their records: the
+        message is routed at once, never held for a write or an fsync; it is still
+        never queued for an offline session nor redelivered after a crash (QoS 0
+        is at most once). Off by default: QoS 0 is the high-rate path, and logging
+        it puts every message on disk (73 bytes for a 16-byte one) and costs broker
+        CPU, 5-10 us a message under load and more at low rates, where each one
+        is its own write (docs/benchmarks.md, "log_qos0").""",
+    )
     checkpoint_bytes: int = option(
         8 * 1024 * 1024, minimum=0, zero="segment_bytes", unit="bytes",
         help="""Log growth after which the durable state (sessions, queues as log

@@ -188,18 +188,17 @@ class DurableState:
                 if image.inbound is None:
                     image.inbound = set()
                 image.inbound.add(record.packet_id)
-        if record.restated:
-            return  # only the inbound flow: the message itself is not restated
+        if record.restated or not record.qos:  # restated: only the inbound flow above;
+            return  # QoS 0 (log_qos0): history only, never queued, retained by a RetainedSet
         if record.retain:
             if record.payload:
                 self.retained[record.topic] = offset
             else:
                 self.retained.pop(record.topic, None)
-        if record.qos and len(self._trie):
+        if len(self._trie):
             self._derive(offset, record)
-        if record.qos:
-            self.shared.published(offset, record.qos, record.retain, len(record.payload),
-                                  record.topic, self.topic_id)
+        self.shared.published(offset, record.qos, record.retain, len(record.payload),
+                              record.topic, self.topic_id)
 
     def _derive(self, offset: int, record: Publish) -> None:
         best = copies(self._trie, record.topic, record.client_id)

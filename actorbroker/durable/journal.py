@@ -12,6 +12,8 @@ Which records a session writes (docs/storage.md, "Durable sessions"):
 =========================================  ======================================
 client PUBLISH QoS 1/2 accepted            ``Publish`` (every session; PUBACK /
                                            PUBREC after it is stored)
+client PUBLISH QoS 0, Will at QoS 0        ``Publish`` with ``[storage] log_qos0``
+                                           only; nothing waits for it
 CONNECT accepted / connection ended        ``SessionConnected`` (+ ``WillSet``) /
                                            ``SessionDisconnected`` (every session)
 SUBSCRIBE granted / UNSUBSCRIBE            ``Subscribed`` / ``Unsubscribed`` (every

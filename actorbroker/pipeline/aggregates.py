@@ -14,7 +14,7 @@ Published tables (docs/pipeline.md has their columns):
   first and last publish;
 * ``latest_values``: per topic, the last message (payload, time, QoS, ...);
 * ``sessions``: per client: connects, reconnects, disconnects by reason,
-  online time, longest offline gap, messages queued while offline, state now;
+  online time, longest offline gap, state now;
 * ``online_clients``: per minute with a change: clients online at its end,
   connects, disconnects.
 
@@ -25,9 +25,17 @@ Session rules, per client in log order: a ``connected`` starts online time
 (a second ``connected`` without ``disconnected`` between, e.g. a broker
 crash, closes the first interval and starts another); a ``disconnected``
 after a ``connected`` ends it; the gap from a ``disconnected`` to the next
-``connected`` is offline time; a ``queued`` event while offline counts as
-queued while offline. Online time runs up to ``as_of`` (the newest record
-read, or ``--until``) for clients still online.
+``connected`` is offline time. Online time runs up to ``as_of`` (the newest
+record read, or ``--until``) for clients still online.
+
+No count of messages queued for offline sessions: the log does not say
+which ones were. The broker derives an offline session's queue from its
+subscriptions when it folds each ``Publish`` (actorbroker/durable/fold.py);
+``SessionQueued`` records only restate a queue when a session hibernates.
+A count from those records read 0 for sessions that had messages queued.
+
+:func:`online_changes` gives the same online/offline transitions at their
+own times (the report's chart buckets them by the span, see report.py).
 """
 
 from __future__ import annotations
@@ -37,7 +45,7 @@ from pyspark.sql import functions as F
 
 from actorbroker.persistence.records import DisconnectCause
 
-__all__ = ["COLUMNS", "PUBLISHED", "fold"]
+__all__ = ["COLUMNS", "PUBLISHED", "fold", "online_changes"]
 
 PUBLISHED = ("topic_stats", "client_stats", "latest_values", "sessions", "online_clients")
 #: The columns of ``records=all`` that :func:`fold` reads (the data source's ``columns`` option).
@@ -129,9 +137,16 @@ def _latest_values(messages: DataFrame, previous: dict[str, DataFrame] | None) -
     return latest.select("topic", *(F.col(f"last.{c}").alias(c) for c in columns[1:]))
 
 
-def _sessions(events: DataFrame, previous: dict[str, DataFrame] | None,
-              as_of: Column) -> tuple[DataFrame, DataFrame]:
-    """The sessions table and the online/offline transitions (for online_clients)."""
+def online_changes(records: DataFrame) -> DataFrame:
+    """``timestamp``, ``offset``, ``delta``: +1 when a client comes online, -1 when it goes
+    offline, by the session rules of the module doc (a fold from nothing)."""
+    events = records.filter(F.col("event").isin(*_CONN)).select(
+        "offset", "timestamp", "event", "client_id", "cause")
+    return _transitions(_flow(events, None)).select("timestamp", "offset", "delta")
+
+
+def _flow(events: DataFrame, previous: dict[str, DataFrame] | None) -> DataFrame:
+    """``events`` with each client's previous connection event (``prev``, ``prev_time``)."""
     flow = events.select("client_id", "offset", "timestamp", "event", "cause",
                          F.lit(False).alias("seed"))
     if previous is not None:  # each client's last connection event, as a seed row
@@ -145,10 +160,25 @@ def _sessions(events: DataFrame, previous: dict[str, DataFrame] | None,
     before = Window.partitionBy("client_id").orderBy("offset").rowsBetween(
         Window.unboundedPreceding, -1)
     conn = F.when(F.col("event").isin(*_CONN), F.col("event"))
-    flow = flow.select(
+    return flow.select(
         "*", F.last(conn, ignorenulls=True).over(before).alias("prev"),
         F.last(F.when(conn.isNotNull(), F.col("timestamp")), ignorenulls=True).over(before)
         .alias("prev_time")).filter(~F.col("seed"))
+
+
+def _transitions(flow: DataFrame) -> DataFrame:
+    """The rows of ``flow`` that change a client's online state, with ``delta`` +1 or -1."""
+    connected, disconnected = F.col("event") == "connected", F.col("event") == "disconnected"
+    was_on = F.col("prev") == "connected"
+    changes = flow.filter((connected & ~F.coalesce(was_on, F.lit(False))) | (disconnected & was_on))
+    return changes.select("*", F.when(connected, 1).otherwise(-1).alias("delta"))
+
+
+def _sessions(events: DataFrame, previous: dict[str, DataFrame] | None,
+              as_of: Column) -> tuple[DataFrame, DataFrame]:
+    """The sessions table and the online/offline transitions (for online_clients)."""
+    flow = _flow(events, previous)
+    conn = F.when(F.col("event").isin(*_CONN), F.col("event"))
     connected, disconnected = F.col("event") == "connected", F.col("event") == "disconnected"
     was_on, was_off = F.col("prev") == "connected", F.col("prev") == "disconnected"
     span = _seconds(F.col("timestamp"), F.col("prev_time"))
@@ -162,15 +192,13 @@ def _sessions(events: DataFrame, previous: dict[str, DataFrame] | None,
         F.sum(disconnected.cast("long")).alias("disconnects"),
         F.sum(F.when((connected | disconnected) & was_on, span).otherwise(0.0)).alias("closed"),
         F.max(F.when(connected & was_off, span)).alias("longest_gap"),
-        F.sum(((F.col("event") == "queued") & was_off).cast("long")).alias("queued_offline"),
         F.max_by(F.struct(F.col("event").alias("event"), F.col("timestamp").alias("at")),
                  F.when(conn.isNotNull(), F.col("offset"))).alias("last"),
         F.map_filter(F.map_from_arrays(F.array(*map(F.lit, causes + ["other"])),
                                        F.array(*by_cause, other)),
                      lambda _, count: count > 0).alias("by_reason"),
         F.min("timestamp").alias("first"), F.max("timestamp").alias("latest"))
-    transitions = flow.filter((connected & ~F.coalesce(was_on, F.lit(False))) | (disconnected & was_on))
-    transitions = transitions.select("timestamp", F.when(connected, 1).otherwise(-1).alias("delta"))
+    transitions = _transitions(flow).select("timestamp", "delta")
     return _merge_sessions(batch, previous, as_of), transitions
 
 
@@ -181,7 +209,7 @@ def _merge_sessions(batch: DataFrame, previous: dict[str, DataFrame] | None,
         old = batch.sparkSession.createDataFrame([], "client_id string").select(
             "client_id", *(F.lit(None).cast(t).alias(n) for n, t in (
                 ("p_connects", "long"), ("p_reconnects", "long"), ("p_disconnects", "long"),
-                ("p_closed", "double"), ("p_longest", "double"), ("p_queued", "long"),
+                ("p_closed", "double"), ("p_longest", "double"),
                 ("p_reasons", "map<string,bigint>"), ("p_event", "string"),
                 ("p_at", "timestamp"), ("p_first", "timestamp"), ("p_latest", "timestamp"))))
     else:
@@ -192,7 +220,6 @@ def _merge_sessions(batch: DataFrame, previous: dict[str, DataFrame] | None,
             F.col("reconnects").alias("p_reconnects"), F.col("disconnects").alias("p_disconnects"),
             (F.col("online_seconds") - F.coalesce(open_part, F.lit(0.0))).alias("p_closed"),
             F.col("longest_offline_seconds").alias("p_longest"),
-            F.col("messages_queued_offline").alias("p_queued"),
             F.col("disconnects_by_reason").alias("p_reasons"),
             F.when(F.col("online"), "connected").when(F.col("offline_since").isNotNull(),
                                                       "disconnected").alias("p_event"),
@@ -216,7 +243,6 @@ def _merge_sessions(batch: DataFrame, previous: dict[str, DataFrame] | None,
                        ).alias("disconnects_by_reason"),
         (closed + F.when(online, _seconds(as_of, at)).otherwise(0.0)).alias("online_seconds"),
         F.greatest("p_longest", "longest_gap").alias("longest_offline_seconds"),
-        total("queued_offline", "p_queued").alias("messages_queued_offline"),
         online.alias("online"),
         F.when(online, at).alias("online_since"),
         F.when(event == "disconnected", at).alias("offline_since"),

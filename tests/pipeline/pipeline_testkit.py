@@ -116,11 +116,11 @@ EXPECTED = {
         "office/co2": (b"415", when(150), 1, "dev-3", False),
     },
     "sessions": {  # client -> (connects, reconnects, disconnects, by reason, online s,
-        #                      longest offline s, queued offline, online, online_since)
-        "dev-1": (2, 1, 1, {"keepalive_timeout": 1}, 160.0, 20.0, 0, True, when(130)),
-        "dev-2": (3, 2, 2, {"connection_lost": 1, "client_disconnect": 1}, 65.0, 80.0, 2, True,
+        #                      longest offline s, online, online_since)
+        "dev-1": (2, 1, 1, {"keepalive_timeout": 1}, 160.0, 20.0, True, when(130)),
+        "dev-2": (3, 2, 2, {"connection_lost": 1, "client_disconnect": 1}, 65.0, 80.0, True,
                   when(170)),
-        "dev-3": (1, 0, 0, {}, 80.0, None, 0, True, when(100)),
+        "dev-3": (1, 0, 0, {}, 80.0, None, True, when(100)),
     },
     "online_clients": {  # minute -> (online at its end, connects, disconnects)
         when(0): (1, 2, 1),
@@ -203,10 +203,29 @@ def check_tables(tables: dict[str, list[dict[str, object]]]) -> None:
     assert latest == EXPECTED["latest_values"]
     sessions = {r["client_id"]: (r["connects"], r["reconnects"], r["disconnects"],
                                  dict(r["disconnects_by_reason"] or {}), r["online_seconds"],
-                                 r["longest_offline_seconds"], r["messages_queued_offline"],
-                                 r["online"], r["online_since"]) for r in rows["sessions"]}
+                                 r["longest_offline_seconds"], r["online"], r["online_since"])
+                for r in rows["sessions"]}
     assert sessions == EXPECTED["sessions"]
+    # Dropped: the log does not say which messages were queued offline (aggregates.py).
+    assert "messages_queued_offline" not in rows["sessions"][0]
     assert {r["as_of"] for r in rows["sessions"]} == {when(180)}
     online = {r["minute"]: (r["online"], r["connects"], r["disconnects"])
               for r in rows["online_clients"]}
     assert online == EXPECTED["online_clients"]
+
+
+def colored_pixels(png: Path) -> tuple[int, float]:
+    """(pixels drawn in colour, the share of the image's width they spread over) of a chart.
+
+    Axes, ticks and text are black or grey and the background white, so
+    coloured pixels are the data's lines, steps, fills and bars: none means
+    an empty plot, a narrow spread a point lost on a too wide axis.
+    """
+    from matplotlib.image import imread
+
+    rgb = imread(str(png))[:, :, :3]
+    colour = (rgb.max(axis=2) - rgb.min(axis=2)) > 0.2
+    columns = colour.any(axis=0).nonzero()[0]
+    if not len(columns):
+        return 0, 0.0
+    return int(colour.sum()), float(columns[-1] - columns[0] + 1) / rgb.shape[1]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pipeline_testkit import check_tables, scenario, write_log
+from pipeline_testkit import check_tables, scenario, when, write_log
 
 from actorbroker.pipeline.aggregates import PUBLISHED
 from actorbroker.pipeline.report import run_report
@@ -37,11 +37,16 @@ def test_report_writes_the_expected_tables_and_a_page(spark: Any, scenario_dir: 
     assert (result.records, result.messages) == (18, 6)
     check_tables(read_tables(spark, out))
     page = result.html.read_text()
-    for chart in ("messages_per_minute.png", "online_clients.png", "reconnects.png"):
+    for chart in ("messages.png", "online_clients.png", "reconnects.png"):
         data = (out / "charts" / chart).read_bytes()
         assert data.startswith(PNG) and len(data) > 5000
         assert f"charts/{chart}" in page
     assert "home/temp" in page and "dev-2" in page and "23.5" in page
+    # 180 s of records: 2 s buckets, the axis from the first record to the last bucket's end.
+    charts = {chart.path.name: chart for chart in result.charts}
+    assert charts["messages.png"].title == "Messages per 2 s, top topics"
+    assert charts["messages.png"].x_range == charts["online_clients.png"].x_range == (
+        when(0), when(182))
     assert not (out / "_staging").exists()
 
 

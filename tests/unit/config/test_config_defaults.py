@@ -54,6 +54,7 @@ EXPECTED_DEFAULTS: dict[tuple[str, str], object] = {
     ("storage", "retention_bytes"): 1024 * 1024 * 1024,
     ("storage", "max_disk_bytes"): 0,
     ("storage", "durable_queue_bytes"): 256 * 1024 * 1024,
+    ("storage", "log_qos0"): False,
     ("storage", "checkpoint_bytes"): 8 * 1024 * 1024,
     ("storage", "checkpoint_interval"): 300.0,
     ("storage", "snapshots"): True,

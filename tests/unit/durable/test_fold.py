@@ -139,6 +139,21 @@ def test_retained_messages_follow_publishes_and_retained_records() -> None:
     assert log.state.retained == {"r/1": kept, "r/2": set2}
 
 
+def test_a_qos0_publish_logged_for_the_pipeline_changes_no_state() -> None:
+    # [storage] log_qos0: offline sessions never queue QoS 0, shared groups are owed
+    # nothing, and the retained change comes as the registry's RetainedSet, not from here.
+    log = Log()
+    log.add(connected("sleeper"), subscribed("sleeper", "t/#", 2), disconnected("sleeper"),
+            connected("m", level=5), subscribed("m", "$share/g/t/#", 1))
+    [retained] = log.add(RetainedSet("t/r", b"kept", timestamp_us=TS))
+    log.add(publish("t/a", 0), publish("t/r", 0, payload=b"qos0", retain=True),
+            publish("t/r", 0, payload=b"", retain=True))
+    assert queue_of(log, "sleeper") == []
+    assert not any(log.state.shared.owed.values())
+    assert log.state.retained == {"t/r": retained}
+    assert log.state.needed_from() is None
+
+
 def test_wills_and_offline_time() -> None:
     log = Log()
     log.add(connected("w"), WillSet("w", "will/t", b"bye", timestamp_us=TS))

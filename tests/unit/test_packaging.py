@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import configparser
+import os
 import re
 import shutil
 import subprocess
@@ -118,8 +119,11 @@ def test_no_deprecated_uvloop_policy() -> None:
 def test_make_run_passes_the_config_the_port_and_any_flag() -> None:
     if shutil.which("make") is None:
         pytest.skip("make is not installed")
-    dry = subprocess.run(["make", "-n", "-o", "venv-run", "-o", ".venv/.installed-run", "run",
+    # Under `make test` the parent make's MAKEFLAGS/MAKELEVEL would add "Entering directory".
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    dry = subprocess.run(["make", "--no-print-directory", "-n", "-o", "venv-run", "-o",
+                          ".venv/.installed-run", "run",
                           "CONFIG=my.toml", "PORT=1884", "ARGS=--log-level debug"],
-                         cwd=ROOT, capture_output=True, text=True, check=True)
+                         cwd=ROOT, capture_output=True, text=True, check=True, env=env)
     assert dry.stdout.split() == [".venv/bin/python", "-m", "actorbroker.cli", "serve", "--config",
                                   "my.toml", "--port", "1884", "--log-level", "debug"]

@@ -166,8 +166,9 @@ class Subscriber:
         wire.send(Disconnect())
         wire.sock.close()
 
-    def take(self, wire: Wire, packet: Packet) -> int | None:
-        """Record one packet; return the packet id it owes an ack for, if any."""
+    def take(self, wire: Wire, packet: Packet, *, reply: bool = True) -> int | None:
+        """Record one packet; return the packet id it owes an ack for, if any (``reply``
+        False: after its DISCONNECT the client answers nothing, a PUBREL comes again)."""
         if isinstance(packet, Publish):
             assert packet.packet_id is not None
             if packet.qos == 2 and packet.packet_id in self.awaiting_pubrel:
@@ -176,7 +177,7 @@ class Subscriber:
                 self.awaiting_pubrel.add(packet.packet_id)
             self.received.append(int(packet.payload))
             return packet.packet_id
-        if isinstance(packet, PubRel):
+        if isinstance(packet, PubRel) and reply:
             self.awaiting_pubrel.discard(packet.packet_id)
             wire.send(PubComp(packet.packet_id))
         return None
@@ -213,7 +214,7 @@ class Subscriber:
             wire.pump(0.1)
         assert wire.eof, "the broker did not close after DISCONNECT"
         for packet in wire.packets:  # sent before the close, never acknowledged: resent later
-            self.take(wire, packet)
+            self.take(wire, packet, reply=False)
         wire.sock.close()
 
     def drain(self, quiet: float = 5.0) -> None:

@@ -123,6 +123,8 @@ class RegistryActor(DurableRegistry, LoopActor):
         self._own_retained = 0  # of them, the broker's $SYS topics
         self._live = TopicTable(node, self.actor_ref)  # topic -> topic actor (or its port)
         self._shared = SharedIndex(node.settings.shared_strategy)
+        #: Group -> messages handed back that no member could take yet (see _redeliver_one).
+        self._owed: dict[str, list[AppMessage]] = {}
         self._hot = HotTopics(node.settings.topic_hot_window)
 
     async def on_start(self) -> None:  # type: ignore[override]
@@ -169,6 +171,8 @@ class RegistryActor(DurableRegistry, LoopActor):
             self._redeliver(message)
         elif cls is SessionStarted:
             return self._session_started(message.client_id)
+        elif cls is _RetryOwed:
+            self._retry_owed(message.client_id)
         elif cls is TopicStarted:
             self._live.started(message)
         elif cls is TopicIdle:
@@ -223,6 +227,8 @@ class RegistryActor(DurableRegistry, LoopActor):
             if self._shared.remove(topic_filter, client_id):
                 shared = parse_shared(topic_filter)
                 assert shared is not None
+                if not self._shared.members(topic_filter) and topic_filter in self._owed:
+                    self._settle_unavailable(topic_filter, client_id, self._owed.pop(topic_filter))
                 if client is not None:
                     client.pop(topic_filter, None)
                 for _, ref in self._live.match(shared.filter):
@@ -259,6 +265,9 @@ class RegistryActor(DurableRegistry, LoopActor):
         client = self._clients.get(client_id)
         if not client:
             return SessionSubscriptions((), 0)
+        if self._owed and any(whole in self._owed for whole in client):
+            # After the answer, so that the session has its subscriptions back first.
+            self.actor_ref.tell(_RetryOwed(client_id))
         epoch = max(g[1] for g in client.values())
         return SessionSubscriptions(
             tuple(_subscription(f, g) for f, g in client.items() if g[1] == epoch), epoch)
@@ -285,8 +294,28 @@ class RegistryActor(DurableRegistry, LoopActor):
         # No other member can take it: the leaving one keeps it while its session lives.
         if self._shared.holds(whole, leaving) and self._deliver_shared(whole, leaving, True, message):
             return
-        journal_routed(self._node.refs.storage, whole, "", (message,), (0, 0))
-        self._node.metrics.drop("shared_unavailable", client_id=leaving, topic=message.topic)
+        if group is not None:
+            # Members remain but none can take it now (their sessions are between actors,
+            # or the broker is stopping): the group still owes it. Its SharedPending stays
+            # in force in the log, so a restart hands it to a durable member; until then
+            # the next member session to start gets it (_retry_owed).
+            self._owed.setdefault(whole, []).append(message)
+            return
+        self._settle_unavailable(whole, leaving, (message,))
+
+    def _settle_unavailable(self, whole: str, leaving: str,
+                            messages: tuple[AppMessage, ...] | list[AppMessage]) -> None:
+        """No member is left to take ``messages``: the group owes them no more (counted)."""
+        journal_routed(self._node.refs.storage, whole, "", messages, (0, 0))
+        for message in messages:
+            self._node.metrics.drop("shared_unavailable", client_id=leaving, topic=message.topic)
+
+    def _retry_owed(self, client_id: str) -> None:
+        """A member's session started: offer it (or another member) what its groups owe."""
+        for whole in list(self._clients.get(client_id, ())):
+            owed = self._owed.pop(whole, None)
+            for message in owed or ():
+                self._redeliver_one(whole, "", message)
 
     def _deliver_shared(self, whole: str, client_id: str, final: bool,
                         message: AppMessage) -> bool:
@@ -393,6 +422,15 @@ class RegistryActor(DurableRegistry, LoopActor):
             log.warning("topic actor of %r exited (%s); the next publish starts a new one",
                         topic, reason)
         self._forget(topic, ref)
+
+
+class _RetryOwed:
+    """To itself: a member of groups with owed messages has started its session."""
+
+    __slots__ = ("client_id",)
+
+    def __init__(self, client_id: str) -> None:
+        self.client_id = client_id
 
 
 def _subscription(topic_filter: str, grant: Grant) -> Subscription:

@@ -19,7 +19,7 @@ from pykka import ActorDeadError
 
 from actorbroker.actors import NodeSettings, SessionGateway
 from actorbroker.app import Broker
-from actorbroker.codec import ConnAck, Connect, Packet, Will
+from actorbroker.codec import NO_PROPERTIES, ConnAck, Connect, Packet, Properties, Will
 from actorbroker.config import Config
 from actorbroker.config import StorageConfig
 from actorbroker.messages import ConnectionLost, Inbound, ReadCredit
@@ -127,12 +127,13 @@ class Harness:
         return gateway
 
     def attach(self, client_id: str, *, clean: bool = True, level: int = 4,
-               will: Will | None = None) -> FakeConnection:
+               will: Will | None = None,
+               properties: Properties = NO_PROPERTIES) -> FakeConnection:
         """Hand a CONNECT to the gateway (as the transport does); no waiting."""
         conn = FakeConnection(client_id, level)
         name = "MQIsdp" if level == 3 else "MQTT"
         conn.port = self.gateway.connect(conn, Connect(name, level, client_id, clean, 60,
-                                                       will=will))
+                                                       will=will, properties=properties))
         return conn
 
     async def connect(self, client_id: str, **options: Any) -> FakeConnection:

@@ -7,7 +7,8 @@ which address or path, and the likely fix, e.g.::
 
 and nothing left on disk by the attempt. :func:`preflight` therefore runs
 before any actor: it checks that the data directory can be used (not locked
-by another broker, writable, or creatable) without creating it, and binds
+by another broker, writable, or creatable) without creating it, that every
+TLS listener's certificate, key, CA and CRL files load, and binds
 every listener's sockets, which the listeners then take over, so a port in
 use fails the start before the commit log is opened. A part of the tree that
 still fails to start (the log cannot be read, say) is summed up by
@@ -30,13 +31,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from actorbroker.config import Config
+from actorbroker.config import Config, ListenerConfig
 from actorbroker.errors import BrokerError
 from actorbroker.persistence.log import LOCK_NAME
-from actorbroker.transport import bind_listener
+from actorbroker.transport import TlsOptions, bind_listener, tls_problem
 from supervisors import Crash, ExitReason
 
-__all__ = ["BrokerStartError", "Preflight", "held_tracebacks", "preflight", "root_cause"]
+__all__ = ["BrokerStartError", "Preflight", "check_tls_files", "held_tracebacks", "preflight",
+           "root_cause"]
 
 #: Why a bind failed, in words, and what usually fixes it.
 _LISTEN_HINTS = {
@@ -86,12 +88,25 @@ async def preflight(config: Config) -> Preflight:
     bound: list[list[socket.socket] | None] = []
     prepared = Preflight(bound, created)
     for listener in config.listeners:
+        check_tls_files(listener)
+    for listener in config.listeners:
         try:
             bound.append(await bind_listener(listener.bind, listener.port))
         except OSError as exc:
             prepared.failed()
             raise BrokerStartError(listen_failure(listener.bind, listener.port, exc)) from exc
     return prepared
+
+
+def check_tls_files(listener: ListenerConfig) -> None:
+    """Raise :class:`BrokerStartError` unless a tls/wss listener's files make a TLS context."""
+    if listener.type not in ("tls", "wss"):
+        return
+    why = tls_problem(TlsOptions.of(listener))
+    if why is not None:
+        raise BrokerStartError(f"cannot load the TLS files of listener {listener.type} "
+                               f"{listener.bind}:{listener.port}: {why} (check certfile, "
+                               "keyfile, cafile, crlfile)")
 
 
 def listen_failure(host: str, port: int, exc: OSError) -> str:

@@ -1,8 +1,10 @@
 """Transport layer: how an MQTT connection ends, as a mixin of MqttConnection. Imports stdlib, asyncio, codec and messages.
 
 Every way out of :class:`~actorbroker.transport.connection.MqttConnection`
-meets here: the peer broke the protocol, something on our side failed, no
-CONNECT came in time, the keepalive expired, or the server closes it. Each
+meets here: the peer broke the protocol (a TLS ClientHello instead of a
+CONNECT gets its own line: the client wants a TLS listener), something on
+our side failed, no CONNECT came in time, the keepalive expired, or the
+server closes it. Each
 says goodbye the way the client's version allows (MQTT 5: DISCONNECT with a
 reason code, or a CONNACK if nothing was answered yet), flushes what is
 queued and closes gracefully: it shuts down writing (the peer reads a FIN
@@ -46,6 +48,8 @@ _S = ConnectionState
 #: Seconds a closing connection keeps reading (and discarding) for the peer's EOF before it
 #: closes: the peer has its last packet by then, or is not reading (``close_timeout``).
 _LINGER = 1.0
+#: The first byte of a TLS handshake record: no MQTT packet starts so (CONNECT flags are 0).
+_TLS_HANDSHAKE = b"\x16"
 
 
 class ConnectionEndings:
@@ -53,6 +57,7 @@ class ConnectionEndings:
 
     # MqttConnection's state, declared for the type checker (MqttConnection sets it).
     conn_id: int
+    listener: str
     _settings: ConnectionSettings
     _stats: TransportStats
     _loop: asyncio.AbstractEventLoop
@@ -104,6 +109,12 @@ class ConnectionEndings:
         if self._closing:
             return
         self._stats.protocol_errors += 1
+        if self._gate.state is _S.AWAIT_CONNECT and self._head[:1] == _TLS_HANDSHAKE:
+            log.warning("listener %s: TLS handshake (ClientHello) from %s on a plain MQTT "
+                        "listener: closing (the client wants a tls listener)", self.listener,
+                        self._who())
+            self._shutdown("TLS on a plain listener", graceful=False)
+            return
         log.warning("conn %d %s: protocol error, closing: %s", self.conn_id, self._who(), exc)
         level = self.protocol_level or sniff_level(self._head)
         if exc.reason_code == ReasonCode.UNSUPPORTED_PROTOCOL_VERSION and not self._gate.connack_sent:

@@ -116,10 +116,18 @@ def load_context(options: TlsOptions) -> ssl.SSLContext:
 def tls_problem(options: TlsOptions) -> str | None:
     """Why ``options``' files make no TLS context (file and reason), or None when they do."""
     try:
-        load_context(options)
+        _load_checked(options)
     except (OSError, ssl.SSLError, ValueError) as exc:
         return _why(exc)
     return None
+
+
+def _load_checked(options: TlsOptions) -> ssl.SSLContext:
+    """:func:`load_context`, after opening each file: ssl's own errors do not say which."""
+    for path in options.files:
+        with open(path, "rb"):
+            pass
+    return load_context(options)
 
 
 def _stamp(path: str) -> tuple[int, int, int] | None:
@@ -156,7 +164,7 @@ class Certificates:
         """
         self._stamps = self._read_stamps()  # a failure is not retried until a file changes again
         try:
-            context = load_context(self.options)
+            context = _load_checked(self.options)
         except (OSError, ssl.SSLError, ValueError) as exc:
             self.failures += 1
             log.error("listener %s: TLS reload failed, keeping the previous certificates: %s",

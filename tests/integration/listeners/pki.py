@@ -115,3 +115,23 @@ class Pki:
         path = str(self.dir / "crl.pem")
         openssl("ca", "-gencrl", "-config", str(self.conf), "-out", path)
         return path
+
+
+@dataclass(frozen=True)
+class Authority:
+    """The certificates most listener tests use: a CA, a server, two clients."""
+
+    pki: Pki
+    server: Issued  # CN=localhost, SAN DNS:localhost, IP:127.0.0.1
+    alice: Issued   # a client, CN=alice
+    bob: Issued     # a client, CN=bob
+
+    @property
+    def ca(self) -> str:
+        return self.pki.ca
+
+
+def authority(directory: Path, name: str = "Test CA") -> Authority:
+    """A new CA in ``directory`` with its server and client certificates."""
+    pki = Pki(directory, name)
+    return Authority(pki, pki.issue("server", server=True), pki.issue("alice"), pki.issue("bob"))

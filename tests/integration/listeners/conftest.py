@@ -1,0 +1,67 @@
+"""Fixtures for the listener tests: a certificate authority (openssl CLI) and brokers with tls/ws/wss listeners.
+
+* ``pki``: one :class:`~pki.Authority` per module: ``ca``, ``server``
+  (localhost, 127.0.0.1), ``alice`` and ``bob`` (client certificates, CN =
+  their name), and ``pki.pki`` to issue or revoke more.
+* ``secure_broker(*kinds, **options)``: a broker (``start_broker``) with one
+  listener of each kind given (``"tcp"``, ``"tls"``, ``"ws"``, ``"wss"``)
+  on 127.0.0.1 port 0, the TLS ones with the ``server`` certificate;
+  ``options`` go to every TLS listener (``require_certificate=True``, ...).
+  ``port_of(broker, kind)`` is the port of that listener.
+
+The helpers (``pki.py``, ``ws_client.py``) live next to this file.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from actorbroker.app import RunningBroker
+from actorbroker.config import ListenerConfig
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from mqtt_testkit import broker_config  # noqa: E402
+from pki import Authority, authority  # noqa: E402
+
+_TLS_OPTIONS = ("cafile", "require_certificate", "use_identity_as_username", "crlfile",
+                "tls_version", "ciphers")
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Authority:
+    return authority(tmp_path_factory.mktemp("pki"))
+
+
+def listener(kind: str, pki: Authority, **options: Any) -> ListenerConfig:
+    """A ``kind`` listener on 127.0.0.1 port 0; TLS ones get the server certificate."""
+    if kind in ("tls", "wss"):
+        tls = {k: v for k, v in options.items() if k in _TLS_OPTIONS}
+        if tls.get("require_certificate"):
+            tls.setdefault("cafile", pki.ca)
+        server = pki.server
+        return ListenerConfig(type=kind, bind="127.0.0.1", port=0, certfile=server.cert,
+                              keyfile=server.key, **tls)
+    return ListenerConfig(type=kind, bind="127.0.0.1", port=0)
+
+
+@pytest.fixture
+def secure_broker(start_broker: Callable[..., RunningBroker], pki: Authority,
+                  tmp_path: Path) -> Callable[..., RunningBroker]:
+    def start(*kinds: str, **options: Any) -> RunningBroker:
+        tls = {k: v for k, v in options.items() if k in _TLS_OPTIONS}
+        rest = {k: v for k, v in options.items() if k not in _TLS_OPTIONS}
+        listeners = tuple(listener(kind, pki, **tls) for kind in kinds)
+        return start_broker(broker_config(tmp_path, listeners=listeners, **rest))
+    return start
+
+
+def port_of(broker: RunningBroker, kind: str) -> int:
+    """The port of ``broker``'s first listener of ``kind``."""
+    kinds = [c.type for c in broker.config.listeners]
+    return broker.broker.ports[kinds.index(kind)]

@@ -6,7 +6,9 @@
 * ``secure_broker(*kinds, **options)``: a broker (``start_broker``) with one
   listener of each kind given (``"tcp"``, ``"tls"``, ``"ws"``, ``"wss"``)
   on 127.0.0.1 port 0, the TLS ones with the ``server`` certificate;
-  ``options`` go to every TLS listener (``require_certificate=True``, ...).
+  listener options go to every listener that reads them
+  (``require_certificate=True``, ``path=""``), the others to the broker's
+  config (``allow_anonymous=False``, ``connect_timeout=1``).
   ``port_of(broker, kind)`` is the port of that listener.
 
 The helpers (``pki.py``, ``ws_client.py``) live next to this file.
@@ -31,6 +33,7 @@ from pki import Authority, authority  # noqa: E402
 
 _TLS_OPTIONS = ("cafile", "require_certificate", "use_identity_as_username", "crlfile",
                 "tls_version", "ciphers")
+_LISTENER_OPTIONS = (*_TLS_OPTIONS, "path")
 
 
 @pytest.fixture(scope="module")
@@ -39,24 +42,26 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Authority:
 
 
 def listener(kind: str, pki: Authority, **options: Any) -> ListenerConfig:
-    """A ``kind`` listener on 127.0.0.1 port 0; TLS ones get the server certificate."""
+    """A ``kind`` listener on 127.0.0.1 port 0; TLS ones get the server certificate.
+
+    ``options`` that the kind does not read (``path`` on tcp, say) are left out.
+    """
+    given = {k: v for k, v in options.items() if k == "path" and kind in ("ws", "wss")}
     if kind in ("tls", "wss"):
-        tls = {k: v for k, v in options.items() if k in _TLS_OPTIONS}
-        if tls.get("require_certificate"):
-            tls.setdefault("cafile", pki.ca)
-        server = pki.server
-        return ListenerConfig(type=kind, bind="127.0.0.1", port=0, certfile=server.cert,
-                              keyfile=server.key, **tls)
-    return ListenerConfig(type=kind, bind="127.0.0.1", port=0)
+        given.update((k, v) for k, v in options.items() if k in _TLS_OPTIONS)
+        if given.get("require_certificate"):
+            given.setdefault("cafile", pki.ca)
+        given.update(certfile=pki.server.cert, keyfile=pki.server.key)
+    return ListenerConfig(type=kind, bind="127.0.0.1", port=0, **given)
 
 
 @pytest.fixture
 def secure_broker(start_broker: Callable[..., RunningBroker], pki: Authority,
                   tmp_path: Path) -> Callable[..., RunningBroker]:
     def start(*kinds: str, **options: Any) -> RunningBroker:
-        tls = {k: v for k, v in options.items() if k in _TLS_OPTIONS}
-        rest = {k: v for k, v in options.items() if k not in _TLS_OPTIONS}
-        listeners = tuple(listener(kind, pki, **tls) for kind in kinds)
+        own = {k: v for k, v in options.items() if k in _LISTENER_OPTIONS}
+        rest = {k: v for k, v in options.items() if k not in _LISTENER_OPTIONS}
+        listeners = tuple(listener(kind, pki, **own) for kind in kinds)
         return start_broker(broker_config(tmp_path, listeners=listeners, **rest))
     return start
 

@@ -33,7 +33,7 @@ from pki import Authority, authority  # noqa: E402
 
 _TLS_OPTIONS = ("cafile", "require_certificate", "use_identity_as_username", "crlfile",
                 "tls_version", "ciphers")
-_LISTENER_OPTIONS = (*_TLS_OPTIONS, "path")
+_LISTENER_OPTIONS = (*_TLS_OPTIONS, "path", "max_connections")
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,8 @@ def listener(kind: str, pki: Authority, **options: Any) -> ListenerConfig:
 
     ``options`` that the kind does not read (``path`` on tcp, say) are left out.
     """
-    given = {k: v for k, v in options.items() if k == "path" and kind in ("ws", "wss")}
+    given = {k: v for k, v in options.items()
+             if k == "max_connections" or (k == "path" and kind in ("ws", "wss"))}
     if kind in ("tls", "wss"):
         given.update((k, v) for k, v in options.items() if k in _TLS_OPTIONS)
         if given.get("require_certificate"):

@@ -224,7 +224,8 @@ class Broker:
         no TLS listener). Changed files are also picked up by each listener's
         own poll, every few seconds.
         """
-        return all([handle.reload_certificates() for handle in self._bound if handle is not None])
+        results = [handle.reload_certificates() for handle in self._bound if handle is not None]
+        return all(results)  # every listener reloads, even after one failed
 
     async def stop(self) -> None:
         """Stop listeners (closing every connection), then the core; idempotent."""

@@ -45,11 +45,11 @@ def listener_problems(listener: Any) -> list[tuple[str, str]]:
         missing = [name for name in ("certfile", "keyfile") if not getattr(listener, name)]
         if missing:
             too = ", and keyfile too" if len(missing) == 2 else ""
-            problems.append((missing[0], f'must be set{too}: a "{kind}" listener needs '
-                                         "certfile and keyfile"))
+            problems.append((missing[0], (f'must be set{too}: a "{kind}" listener needs '
+                                          "certfile and keyfile")))
         if listener.require_certificate and not listener.cafile:
-            problems.append(("require_certificate", "needs cafile (the authorities client "
-                                                    "certificates must chain to)"))
+            problems.append(("require_certificate", ("needs cafile (the authorities client "
+                                                     "certificates must chain to)")))
         for name in ("use_identity_as_username", "crlfile"):
             if getattr(listener, name) and not listener.require_certificate:
                 problems.append((name, "needs require_certificate = true"))

@@ -248,7 +248,7 @@ class Listener:
                 context = self.certificates.context
                 if self.certificates.options.use_identity_as_username:
                     conn.identify = certificate_identity
-            protocol: Callable[[], asyncio.Protocol] = lambda: conn  # noqa: E731
+            protocol: Callable[[], asyncio.Protocol] = lambda: conn
             if self._websocket:
                 def protocol() -> asyncio.Protocol:
                     return WebSocketAdapter(conn, path=self._path, loop=self._loop,
@@ -279,7 +279,7 @@ class Listener:
         self._loop.add_reader(fd, _settle, ready)
         try:
             await asyncio.wait_for(ready, self._settings.connect_timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             log.info("listener %s: no TLS handshake from %s within %gs, closing", self.name,
                      who, self._settings.connect_timeout)
             first: bytes | None = None

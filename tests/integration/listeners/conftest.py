@@ -28,8 +28,8 @@ from actorbroker.config import ListenerConfig
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from mqtt_testkit import broker_config  # noqa: E402
-from pki import Authority, authority  # noqa: E402
+from mqtt_testkit import broker_config
+from pki import Authority, authority
 
 _TLS_OPTIONS = ("cafile", "require_certificate", "use_identity_as_username", "crlfile",
                 "tls_version", "ciphers")

@@ -42,16 +42,17 @@ def test_a_client_hello_on_a_plain_listener(secure_broker: Broker, pki: Authorit
     broker = secure_broker(kind)
     port = port_of(broker, kind)
     sock = socket.create_connection(("127.0.0.1", port), timeout=5)
-    peer = "127.0.0.1:%d" % sock.getsockname()[1]
+    peer = f"127.0.0.1:{sock.getsockname()[1]}"
     with caplog.at_level(logging.INFO):
         with pytest.raises((ssl.SSLError, ConnectionError)):
             ssl.create_default_context(cafile=pki.ca).wrap_socket(sock, server_hostname="localhost")
         sock.close()
         broker.wait_until(lambda m: True)  # a round trip through the broker's loop
     lines = _lines_about(caplog, peer)
-    assert lines == [f"listener {kind} 127.0.0.1:{port}: TLS handshake (ClientHello) from "
-                     f"{peer} on a plain {'MQTT' if kind == 'tcp' else 'WebSocket'} listener: "
-                     f"closing (the client wants a {'tls' if kind == 'tcp' else 'wss'} listener)"]
+    plain, wanted = ("MQTT", "tls") if kind == "tcp" else ("WebSocket", "wss")
+    assert lines == [(f"listener {kind} 127.0.0.1:{port}: TLS handshake (ClientHello) from "
+                      f"{peer} on a plain {plain} listener: closing (the client wants a "
+                      f"{wanted} listener)")]
 
 
 @pytest.mark.parametrize("kind", ["tls", "wss"])
@@ -61,21 +62,21 @@ def test_plain_mqtt_on_a_tls_listener(secure_broker: Broker, kind: str,
     port = port_of(broker, kind)
     with caplog.at_level(logging.INFO):
         raw = RawClient("127.0.0.1", port)
-        peer = "127.0.0.1:%d" % raw.sock.getsockname()[1]
+        peer = f"127.0.0.1:{raw.sock.getsockname()[1]}"
         raw.send(Connect("MQTT", 4, "no-tls", True, 30))
         raw.expect_closed()
         raw.close()
         http = socket.create_connection(("127.0.0.1", port), timeout=5)
-        http_peer = "127.0.0.1:%d" % http.getsockname()[1]
+        http_peer = f"127.0.0.1:{http.getsockname()[1]}"
         http.sendall(b"GET /mqtt HTTP/1.1\r\nHost: localhost\r\n\r\n")
         assert closed(http)
         http.close()
     assert _lines_about(caplog, peer) == [
-        f"listener {kind} 127.0.0.1:{port}: plain MQTT (CONNECT) from {peer} on a TLS listener: "
-        "closing (the client must use TLS)"]
+        (f"listener {kind} 127.0.0.1:{port}: plain MQTT (CONNECT) from {peer} on a TLS "
+         "listener: closing (the client must use TLS)")]
     assert _lines_about(caplog, http_peer) == [
-        f"listener {kind} 127.0.0.1:{port}: not TLS (first byte 0x47) from {http_peer} on a TLS "
-        "listener: closing (the client must use TLS)"]
+        (f"listener {kind} 127.0.0.1:{port}: not TLS (first byte 0x47) from {http_peer} on a "
+         "TLS listener: closing (the client must use TLS)")]
 
 
 def test_silence_on_a_tls_listener_is_bounded(secure_broker: Broker, pki: Authority,
@@ -84,7 +85,7 @@ def test_silence_on_a_tls_listener_is_bounded(secure_broker: Broker, pki: Author
     port = port_of(broker, "tls")
     with caplog.at_level(logging.INFO, "actorbroker.transport"):
         sock = socket.create_connection(("127.0.0.1", port), timeout=5)
-        peer = "127.0.0.1:%d" % sock.getsockname()[1]
+        peer = f"127.0.0.1:{sock.getsockname()[1]}"
         assert closed(sock)  # by the broker, well within the socket's 5 s
         sock.close()
     assert [r.getMessage() for r in caplog.records if peer in r.getMessage()] == [

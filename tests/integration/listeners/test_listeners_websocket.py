@@ -20,8 +20,17 @@ from websockets.frames import Close, Opcode
 from ws_client import WsClient
 
 from actorbroker.app import RunningBroker
-from actorbroker.codec import (ConnAck, Connect, PingReq, PingResp, PubAck, Publish, SubAck,
-                               Subscribe, Subscription)
+from actorbroker.codec import (
+    ConnAck,
+    Connect,
+    PingReq,
+    PingResp,
+    PubAck,
+    Publish,
+    SubAck,
+    Subscribe,
+    Subscription,
+)
 
 Broker = Callable[..., RunningBroker]
 

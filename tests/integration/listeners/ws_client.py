@@ -8,6 +8,7 @@ broker sent. Packets are encoded and decoded with the project's codec.
 
 from __future__ import annotations
 
+import itertools
 import socket
 import ssl
 from collections.abc import Sequence
@@ -64,7 +65,7 @@ class WsClient:
         """``packets`` encoded and joined, as one message cut into fragments at ``cuts``."""
         data = b"".join(encode(p, self.level) for p in packets)
         edges = [0, *cuts, len(data)]
-        pieces = [data[a:b] for a, b in zip(edges, edges[1:])]
+        pieces = [data[a:b] for a, b in itertools.pairwise(edges)]
         for index, piece in enumerate(pieces):
             last = index == len(pieces) - 1
             if index == 0:

@@ -41,8 +41,8 @@ def test_check_config_lists_every_error_and_exits_1(command: list[str], tmp_path
     assert result.stdout.splitlines() == [
         "bad.toml:2: limits.max_qos must be 0, 1 or 2, not 3",
         "bad.toml:3: unknown option limits.max_inflight; did you mean max_inflight_messages?",
-        'bad.toml:5: listeners[0].certfile must be set, and keyfile too: a "tls" listener '
-        "needs certfile and keyfile",
+        ('bad.toml:5: listeners[0].certfile must be set, and keyfile too: a "tls" listener '
+         "needs certfile and keyfile"),
     ]
     assert result.stderr == ""
 

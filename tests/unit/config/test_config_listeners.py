@@ -19,19 +19,19 @@ TLS = 'certfile = "s.pem"\nkeyfile = "s.key"\n'
          'use_identity_as_username = true\ncrlfile = "crl.pem"\ntls_version = "tlsv1.3"\n'
          'ciphers = "ECDHE+AESGCM"\n', []),
         ('type = "tls"\n',
-         [(1, 'listeners[0].certfile must be set, and keyfile too: a "tls" listener needs '
-              "certfile and keyfile")]),
+         [(1, ('listeners[0].certfile must be set, and keyfile too: a "tls" listener needs '
+              "certfile and keyfile"))]),
         ('type = "wss"\ncertfile = "s.pem"\n',
          [(1, 'listeners[0].keyfile must be set: a "wss" listener needs certfile and keyfile')]),
         ('type = "tcp"\ncafile = "ca.pem"\nrequire_certificate = true\n',
          [(3, 'listeners[0].cafile is for tls and wss listeners; this one is "tcp"'),
-          (4, 'listeners[0].require_certificate is for tls and wss listeners; this one is '
-              '"tcp"')]),
+          (4, ('listeners[0].require_certificate is for tls and wss listeners; this one is '
+              '"tcp"'))]),
         ('type = "ws"\ntls_version = "tlsv1.3"\n',
          [(3, 'listeners[0].tls_version is for tls and wss listeners; this one is "ws"')]),
         ('type = "tls"\n' + TLS + "require_certificate = true\n",
-         [(5, "listeners[0].require_certificate needs cafile (the authorities client "
-              "certificates must chain to)")]),
+         [(5, ("listeners[0].require_certificate needs cafile (the authorities client "
+              "certificates must chain to)"))]),
         ('type = "tls"\n' + TLS + "use_identity_as_username = true\n",
          [(5, "listeners[0].use_identity_as_username needs require_certificate = true")]),
         ('type = "tls"\n' + TLS + 'crlfile = "crl.pem"\n',
@@ -39,11 +39,11 @@ TLS = 'certfile = "s.pem"\nkeyfile = "s.key"\n'
         ('type = "tls"\n' + TLS + 'path = "/mqtt2"\n',
          [(5, 'listeners[0].path is for ws and wss listeners; this one is "tls"')]),
         ('type = "ws"\npath = "mqtt"\n',
-         [(3, 'listeners[0].path must start with "/" and hold no space, "?" or "#", '
-              'not "mqtt"')]),
+         [(3, ('listeners[0].path must start with "/" and hold no space, "?" or "#", '
+              'not "mqtt"'))]),
         ('type = "ws"\npath = "/a?b"\n',
-         [(3, 'listeners[0].path must start with "/" and hold no space, "?" or "#", '
-              'not "/a?b"')]),
+         [(3, ('listeners[0].path must start with "/" and hold no space, "?" or "#", '
+              'not "/a?b"'))]),
         ('type = "tls"\n' + TLS + 'tls_version = "tlsv1.1"\n',
          [(5, 'listeners[0].tls_version must be "tlsv1.2" or "tlsv1.3", not "tlsv1.1"')]),
     ],

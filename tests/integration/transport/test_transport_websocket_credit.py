@@ -74,7 +74,7 @@ def test_a_slow_session_pauses_a_websocket_publisher(run) -> None:
             assert transport is not None
             for i in range(4):
                 client.send(encode(Publish("p", b"%d" % i), 4))
-                await port.wait_until(lambda: len(port.inbound) == i + 1)
+                await port.wait_until(lambda i=i: len(port.inbound) == i + 1)
                 assert transport.is_reading() == (i < 3)
             assert broker.stats.read_pauses == 1
             # 8,000 PUBLISHes in 500 frames of 16: TCP pushes back on the publisher.
@@ -85,7 +85,7 @@ def test_a_slow_session_pauses_a_websocket_publisher(run) -> None:
             assert client.writer.transport.get_write_buffer_size() > 0
             done = 0
             while len(port.packets) < 4 + 8000:
-                await port.wait_until(lambda: len(port.inbound) - done == 4)
+                await port.wait_until(lambda done=done: len(port.inbound) - done == 4)
                 assert not transport.is_reading()
                 port.conn.batch_done()
                 done += 1

@@ -46,6 +46,7 @@ _frames_log.setLevel(logging.WARNING)
 SUBPROTOCOLS = (Subprotocol("mqtt"), Subprotocol("mqttv3.1"))
 _CLOSE_UNSUPPORTED_DATA = 1003
 _TLS_HANDSHAKE = 0x16  # first byte of a TLS record carrying a ClientHello
+_LINGER = 1.0  # seconds a socket whose WebSocket ended waits for the peer's EOF
 
 
 class WebSocketAdapter(asyncio.Protocol):
@@ -179,10 +180,21 @@ class WebSocketAdapter(asyncio.Protocol):
             if chunk:
                 raw.write(chunk)
             else:  # SEND_EOF: the close handshake is done, or the peer failed the protocol
-                raw.close()
+                self._end(raw)
                 if not self._requested:  # a refused upgrade was logged by _upgrade
                     log.info("listener %s: not a WebSocket handshake from %s: %s",
                              self._listener, self.peer, self._ws.handshake_exc)
+
+    def _end(self, raw: asyncio.Transport) -> None:
+        """Shut down writing after the last frame; what the peer still sends is discarded
+        until its EOF, at most ``_LINGER`` seconds. Closing at once would answer unread
+        input with a reset, which can lose the Close frame on its way."""
+        if not raw.can_write_eof():  # TLS: close_notify, then close
+            raw.close()
+            return
+        raw.write_eof()
+        self._cancel_timer()
+        self._timer = self._loop.call_later(_LINGER, self._close_raw)
 
     def send(self, data: bytes) -> None:
         """One binary frame (dropped once the close handshake began: the socket is going)."""

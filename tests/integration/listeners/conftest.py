@@ -9,9 +9,11 @@
   listener options go to every listener that reads them
   (``require_certificate=True``, ``path=""``), the others to the broker's
   config (``allow_anonymous=False``, ``connect_timeout=1``).
-  ``port_of(broker, kind)`` is the port of that listener.
+  ``listeners_kit.port_of(broker, kind)`` is the port of that listener.
 
-The helpers (``pki.py``, ``ws_client.py``) live next to this file.
+The helpers (``pki.py``, ``ws_client.py``, ``listeners_kit.py``) live next to
+this file; tests import them by name (not from conftest: the transport tests
+have a conftest module of their own).
 """
 
 from __future__ import annotations
@@ -65,9 +67,3 @@ def secure_broker(start_broker: Callable[..., RunningBroker], pki: Authority,
         listeners = tuple(listener(kind, pki, **own) for kind in kinds)
         return start_broker(broker_config(tmp_path, listeners=listeners, **rest))
     return start
-
-
-def port_of(broker: RunningBroker, kind: str) -> int:
-    """The port of ``broker``'s first listener of ``kind``."""
-    kinds = [c.type for c in broker.config.listeners]
-    return broker.broker.ports[kinds.index(kind)]

@@ -12,7 +12,7 @@ import ssl
 from collections.abc import Callable
 
 import pytest
-from conftest import port_of
+from listeners_kit import port_of
 from mqtt_testkit import RawClient
 from pki import Authority
 

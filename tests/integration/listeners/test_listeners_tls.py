@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import port_of
+from listeners_kit import port_of
 from mqtt_testkit import Client, RawClient, broker_config, mosquitto_pub, mosquitto_sub
 from pki import Authority, Issued, Pki
 

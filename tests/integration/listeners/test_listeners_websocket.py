@@ -13,7 +13,7 @@ import ssl
 from collections.abc import Callable
 
 import pytest
-from conftest import port_of
+from listeners_kit import port_of
 from mqtt_testkit import Client
 from pki import Authority
 from websockets.frames import Close, Opcode
@@ -166,5 +166,19 @@ def test_an_empty_path_takes_any(secure_broker: Broker) -> None:
         assert raw.open
         raw.send(_connect("anywhere"))
         assert raw.recv_packets(1) == [ConnAck(False, 0)]
+    finally:
+        raw.close()
+
+
+def test_a_frame_over_the_limit_closes_with_1009(secure_broker: Broker) -> None:
+    broker = secure_broker("ws", max_packet_size=1000)  # frames: up to 64 KiB all the same
+    raw = WsClient(port_of(broker, "ws"))
+    try:
+        raw.send(_connect("big"))
+        assert raw.recv_packets(1) == [ConnAck(False, 0)]
+        raw.ws.send_binary(bytes(70_000))  # refused on its header, before any MQTT byte
+        raw.flush()
+        codes = [Close.parse(f.data).code for f in raw.until_closed() if f.opcode is Opcode.CLOSE]
+        assert codes == [1009]
     finally:
         raw.close()

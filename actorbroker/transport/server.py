@@ -54,7 +54,7 @@ from .gateway import Gateway
 from .output import FlushQueue
 from .settings import ConnectionSettings, LimitsLike, ListenerLike
 from .stats import LogLimiter, TransportStats
-from .tls import Certificates, TlsOptions, certificate_identity
+from .tls import Certificates, TlsOptions, certificate_identity, peek_first_byte
 from .websocket import WebSocketAdapter
 
 __all__ = ["Listener", "bind_listener", "start_listener"]
@@ -239,65 +239,51 @@ class Listener:
     async def _attach(self, conn: MqttConnection, sock: socket.socket) -> None:
         """Wrap the socket in a transport driving ``conn``: TLS first (tls, wss), WebSocket (ws, wss)."""
         conn.listener = self.name
-        who = _peer(sock)  # for the log lines of a failure, when the peer may be gone
-        context = None
         try:
-            if self.certificates is not None:
-                if not await self._tls_first(sock, conn, who):
-                    return
-                context = self.certificates.context
-                if self.certificates.options.use_identity_as_username:
-                    conn.identify = certificate_identity
-            protocol: Callable[[], asyncio.Protocol] = lambda: conn
-            if self._websocket:
-                def protocol() -> asyncio.Protocol:
-                    return WebSocketAdapter(conn, path=self._path, loop=self._loop,
-                                            max_frame=max(self._settings.max_packet_size, 65536),
-                                            listener=self.name, on_failed=self._forget,
-                                            handshake_timeout=self._settings.connect_timeout)
-            if context is None:
-                await self._loop.connect_accepted_socket(protocol, sock)
-            else:
+            if self.certificates is None:
+                await self._loop.connect_accepted_socket(self._protocol(conn), sock)
+                return
+            who = _peer(sock)  # for the log lines of a failure, when the peer may be gone
+            if not await self._tls_first(sock, conn, who):
+                return
+            if self.certificates.options.use_identity_as_username:
+                conn.identify = certificate_identity
+            try:
                 await self._loop.connect_accepted_socket(
-                    protocol, sock, ssl=context, ssl_handshake_timeout=self._settings.connect_timeout)
-        except ssl.SSLError as exc:
-            log.info("listener %s: TLS handshake with %s failed: %s", self.name, who,
-                     exc.reason or exc)
-            self._unattached(conn, sock)
+                    self._protocol(conn), sock, ssl=self.certificates.context,
+                    ssl_handshake_timeout=self._settings.connect_timeout)
+            except ssl.SSLError as exc:
+                log.info("listener %s: TLS handshake with %s failed: %s", self.name, who,
+                         exc.reason or exc)
+                self._unattached(conn, sock)
         except Exception as exc:  # e.g. the peer reset before the transport existed
             log.info("listener %s: could not set up a connection: %r", self.name, exc)
             self._unattached(conn, sock)
 
-    async def _tls_first(self, sock: socket.socket, conn: MqttConnection, who: str) -> bool:
-        """Wait for the first byte (peeked, left in the socket): a TLS record, or not.
+    def _protocol(self, conn: MqttConnection) -> Callable[[], asyncio.Protocol]:
+        """What drives the socket: ``conn`` itself, or a WebSocket adapter around it."""
+        if not self._websocket:
+            return lambda: conn
+        return lambda: WebSocketAdapter(
+            conn, path=self._path, loop=self._loop, listener=self.name, on_failed=self._forget,
+            max_frame=max(self._settings.max_packet_size, 65536),
+            handshake_timeout=self._settings.connect_timeout)
 
-        Plain MQTT (or anything but a TLS handshake) gets one log line and is
-        closed; so is a socket that sends nothing within ``connect_timeout``.
+    async def _tls_first(self, sock: socket.socket, conn: MqttConnection, who: str) -> bool:
+        """Whether the first byte (peeked: it stays for the handshake) starts a TLS record.
+
+        Anything else (plain MQTT, usually) gets one log line and is closed;
+        so is a socket that sends nothing within ``connect_timeout``.
         """
-        ready: asyncio.Future[None] = self._loop.create_future()
-        fd = sock.fileno()
-        self._loop.add_reader(fd, _settle, ready)
-        try:
-            await asyncio.wait_for(ready, self._settings.connect_timeout)
-        except TimeoutError:
-            log.info("listener %s: no TLS handshake from %s within %gs, closing", self.name,
-                     who, self._settings.connect_timeout)
-            first: bytes | None = None
-        else:
-            first = b""
-        finally:
-            self._loop.remove_reader(fd)  # before the socket is closed or handed on
-        if first is None:
-            self._unattached(conn, sock)
-            return False
-        try:
-            first = sock.recv(1, socket.MSG_PEEK)
-        except OSError:
-            pass  # reset: closed below without a word, like a socket that sent nothing
+        first = await peek_first_byte(self._loop, sock, self._settings.connect_timeout)
         if first == b"\x16":
             return True
-        if first:
-            what = "plain MQTT (CONNECT)" if first[0] >> 4 == 1 else f"not TLS (first byte 0x{first[0]:02x})"
+        if first is None:
+            log.info("listener %s: no TLS handshake from %s within %gs, closing", self.name,
+                     who, self._settings.connect_timeout)
+        elif first:
+            what = ("plain MQTT (CONNECT)" if first[0] >> 4 == 1
+                    else f"not TLS (first byte 0x{first[0]:02x})")
             log.warning("listener %s: %s from %s on a TLS listener: closing (the client must "
                         "use TLS)", self.name, what, who)
         self._unattached(conn, sock)
@@ -380,11 +366,6 @@ def _listen(family: int, kind: int, proto: int, address: Any, backlog: int) -> s
         sock.close()
         raise
     return sock
-
-
-def _settle(ready: asyncio.Future[None]) -> None:
-    if not ready.done():
-        ready.set_result(None)
 
 
 def _peer(sock: socket.socket) -> str:

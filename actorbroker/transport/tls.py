@@ -1,4 +1,4 @@
-"""Transport layer: the TLS context of a listener, its reload, and who a client certificate names. Imports stdlib (ssl) only.
+"""Transport layer: the TLS context of a listener, its reload, and who a client certificate names. Imports stdlib (ssl, asyncio) only.
 
     certificates = Certificates(TlsOptions.of(listener_config), name="tls 0.0.0.0:8883")
     loop.connect_accepted_socket(factory, sock, ssl=certificates.context)
@@ -15,18 +15,22 @@ certbot or an operator is picked up without a signal.
 
 :func:`certificate_identity` is ``use_identity_as_username``: the Common
 Name of a verified client certificate, or its first subjectAltName when it
-has no CN.
+has no CN. :func:`peek_first_byte` lets a TLS listener see whether a client
+starts a TLS handshake before handing the socket to asyncio's TLS.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
+import socket
 import ssl
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["Certificates", "TlsOptions", "certificate_identity", "load_context", "tls_problem"]
+__all__ = ["Certificates", "TlsOptions", "certificate_identity", "load_context",
+           "peek_first_byte", "tls_problem"]
 
 log = logging.getLogger("actorbroker.transport")
 
@@ -201,3 +205,29 @@ def certificate_identity(peercert: Any) -> str | None:
             if key == kind and value:
                 return str(value)
     return None
+
+
+async def peek_first_byte(loop: asyncio.AbstractEventLoop, sock: socket.socket,
+                          timeout: float) -> bytes | None:
+    """The first byte the peer sends, left in the socket (``MSG_PEEK``).
+
+    ``b""`` if the peer closed or reset first; None if nothing came within ``timeout``.
+    """
+    ready: asyncio.Future[None] = loop.create_future()
+    fd = sock.fileno()
+    loop.add_reader(fd, _settle, ready)
+    try:
+        await asyncio.wait_for(ready, timeout)
+    except TimeoutError:
+        return None
+    finally:
+        loop.remove_reader(fd)  # before the socket is closed or handed on
+    try:
+        return sock.recv(1, socket.MSG_PEEK)
+    except OSError:
+        return b""
+
+
+def _settle(ready: asyncio.Future[None]) -> None:
+    if not ready.done():
+        ready.set_result(None)

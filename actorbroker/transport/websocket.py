@@ -46,6 +46,7 @@ _frames_log.setLevel(logging.WARNING)
 SUBPROTOCOLS = (Subprotocol("mqtt"), Subprotocol("mqttv3.1"))
 _CLOSE_UNSUPPORTED_DATA = 1003
 _TLS_HANDSHAKE = 0x16  # first byte of a TLS record carrying a ClientHello
+_CONNECT = 1  # MQTT packet type of CONNECT (first byte 0x10); no HTTP request starts so
 _LINGER = 1.0  # seconds a socket whose WebSocket ended waits for the peer's EOF
 
 
@@ -87,6 +88,12 @@ class WebSocketAdapter(asyncio.Protocol):
             if data[0] == _TLS_HANDSHAKE:
                 log.warning("listener %s: TLS handshake (ClientHello) from %s on a plain "
                             "WebSocket listener: closing (the client wants a wss listener)",
+                            self._listener, self.peer)
+                self._close_raw()
+                return
+            if data[0] >> 4 == _CONNECT:
+                log.warning("listener %s: plain MQTT (CONNECT) from %s on a WebSocket "
+                            "listener: closing (the client must use MQTT over WebSocket)",
                             self._listener, self.peer)
                 self._close_raw()
                 return

@@ -9,6 +9,8 @@ the close handshake.
 
 from __future__ import annotations
 
+import logging
+import socket
 import ssl
 from collections.abc import Callable
 
@@ -182,3 +184,43 @@ def test_a_frame_over_the_limit_closes_with_1009(secure_broker: Broker) -> None:
         assert codes == [1009]
     finally:
         raw.close()
+
+
+def test_handshakes_that_never_come_right(secure_broker: Broker,
+                                          caplog: pytest.LogCaptureFixture) -> None:
+    broker = secure_broker("ws", connect_timeout=0.5)
+    port = port_of(broker, "ws")
+    with caplog.at_level(logging.INFO, "actorbroker.transport"):
+        silent = socket.create_connection(("127.0.0.1", port), timeout=5)
+        garbage = socket.create_connection(("127.0.0.1", port), timeout=5)
+        garbage.sendall(b"\x10\x0c\x00\x04MQTT\x04\x02\x00\x1e\x00\x00")  # MQTT, not HTTP
+        junk = socket.create_connection(("127.0.0.1", port), timeout=5)
+        junk.sendall(b"HELLO\r\n\r\n")  # not an HTTP request
+        headers = socket.create_connection(("127.0.0.1", port), timeout=5)
+        headers.sendall(b"GET /mqtt HTTP/1.1\r\n" + b"X-Filler: y\r\n" * 200 + b"\r\n")
+        answers = [_read_all(s) for s in (silent, garbage, junk, headers)]
+        for sock in (silent, garbage, junk, headers):
+            sock.close()
+    assert answers[:3] == [b"", b"", b""]
+    assert answers[3].startswith(b"HTTP/1.1 431 ")  # too many header fields
+    lines = [r.getMessage() for r in caplog.records]
+    assert any("no WebSocket handshake from" in line and "within 0.5s" in line for line in lines)
+    assert any("plain MQTT (CONNECT) from" in line and "on a WebSocket listener" in line
+               for line in lines)
+    assert any("not a WebSocket handshake from" in line for line in lines)
+    # The listener still serves.
+    raw = WsClient(port)
+    raw.send(_connect("after"))
+    assert raw.recv_packets(1) == [ConnAck(False, 0)]
+    raw.close()
+
+
+def _read_all(sock: socket.socket) -> bytes:
+    """Everything the broker sends until it closes (a reset counts as the end)."""
+    data = b""
+    try:
+        while chunk := sock.recv(65536):
+            data += chunk
+    except ConnectionResetError:
+        pass
+    return data

@@ -3,11 +3,12 @@
 :class:`MqttConnection` is an ``asyncio.Protocol``: it works the same over a
 TCP transport, a TLS one (asyncio's SSL protocol wraps it) or a WebSocket
 adapter that presents the frames' payload as a byte stream
-(:mod:`.websocket`); it never touches a socket. It owns the codec's :class:`~actorbroker.codec.Decoder`, applies
-the connection-state table (:mod:`actorbroker.codec.states`), enforces the
-connect timeout and the keepalive, and turns each read into one ``Inbound``
-for the session port. It is also the ``Connection`` the session writes to
-(the contract is in :mod:`.gateway`).
+(:mod:`.websocket`); it never touches a socket. It owns the codec's
+:class:`~actorbroker.codec.Decoder`, applies the connection-state table
+(:mod:`actorbroker.codec.states`), enforces the connect timeout and the
+keepalive, and turns each read into one ``Inbound`` for the session port. It
+is also the ``Connection`` the session writes to (the contract is in
+:mod:`.gateway`).
 
 Output goes through an :class:`~.output.Outbox` (one ``transport.write``
 per loop tick, bounded, congestion reported); the state table and the

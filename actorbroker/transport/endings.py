@@ -1,10 +1,8 @@
 """Transport layer: how an MQTT connection ends, as a mixin of MqttConnection. Imports stdlib, asyncio, codec and messages.
 
 Every way out of :class:`~actorbroker.transport.connection.MqttConnection`
-meets here: the peer broke the protocol (a TLS ClientHello instead of a
-CONNECT gets its own line: the client wants a TLS listener), something on
-our side failed, no CONNECT came in time, the keepalive expired, or the
-server closes it. Each
+meets here: the peer broke the protocol, something on our side failed, no
+CONNECT came in time, the keepalive expired, or the server closes it. Each
 says goodbye the way the client's version allows (MQTT 5: DISCONNECT with a
 reason code, or a CONNACK if nothing was answered yet), flushes what is
 queued and closes gracefully: it shuts down writing (the peer reads a FIN
@@ -105,7 +103,11 @@ class ConnectionEndings:
     # -- why it ends -------------------------------------------------------------
 
     def _violation(self, exc: ProtocolError) -> None:
-        """The peer broke the protocol: log the rule, say why (v5), close."""
+        """The peer broke the protocol: log the rule, say why (v5), close.
+
+        A TLS ClientHello instead of a CONNECT gets its own line: the client
+        wants a TLS listener, and the codec's complaint would not say so.
+        """
         if self._closing:
             return
         self._stats.protocol_errors += 1

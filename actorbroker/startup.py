@@ -31,14 +31,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from actorbroker.config import Config, ListenerConfig
+from actorbroker.config import Config
 from actorbroker.errors import BrokerError
 from actorbroker.persistence.log import LOCK_NAME
 from actorbroker.transport import TlsOptions, bind_listener, tls_problem
 from supervisors import Crash, ExitReason
 
-__all__ = ["BrokerStartError", "Preflight", "check_tls_files", "held_tracebacks", "preflight",
-           "root_cause"]
+__all__ = ["BrokerStartError", "Preflight", "held_tracebacks", "preflight", "root_cause",
+           "tls_file_problems"]
 
 #: Why a bind failed, in words, and what usually fixes it.
 _LISTEN_HINTS = {
@@ -76,7 +76,7 @@ class Preflight:
 
 
 async def preflight(config: Config) -> Preflight:
-    """Check the data directory and bind every listener.
+    """Check the data directory and every TLS listener's files, and bind every listener.
 
     Raises :class:`BrokerStartError` with the one line to show when either cannot be used.
     """
@@ -87,8 +87,9 @@ async def preflight(config: Config) -> Preflight:
         created = _missing_top(Path(data_dir))
     bound: list[list[socket.socket] | None] = []
     prepared = Preflight(bound, created)
-    for listener in config.listeners:
-        check_tls_files(listener)
+    problems = tls_file_problems(config)
+    if problems:
+        raise BrokerStartError(problems[0])
     for listener in config.listeners:
         try:
             bound.append(await bind_listener(listener.bind, listener.port))
@@ -98,15 +99,18 @@ async def preflight(config: Config) -> Preflight:
     return prepared
 
 
-def check_tls_files(listener: ListenerConfig) -> None:
-    """Raise :class:`BrokerStartError` unless a tls/wss listener's files make a TLS context."""
-    if listener.type not in ("tls", "wss"):
-        return
-    why = tls_problem(TlsOptions.of(listener))
-    if why is not None:
-        raise BrokerStartError(f"cannot load the TLS files of listener {listener.type} "
-                               f"{listener.bind}:{listener.port}: {why} (check certfile, "
-                               "keyfile, cafile, crlfile)")
+def tls_file_problems(config: Config) -> list[str]:
+    """One line per tls/wss listener whose files make no TLS context (``check-config`` too)."""
+    problems = []
+    for listener in config.listeners:
+        if listener.type not in ("tls", "wss"):
+            continue
+        why = tls_problem(TlsOptions.of(listener))
+        if why is not None:
+            problems.append(f"cannot load the TLS files of listener {listener.type} "
+                            f"{listener.bind}:{listener.port}: {why} (check certfile, "
+                            "keyfile, cafile, crlfile)")
+    return problems
 
 
 def listen_failure(host: str, port: int, exc: OSError) -> str:

@@ -54,6 +54,24 @@ def test_check_config_says_ok_and_exits_0(command: list[str], tmp_path: Path) ->
     assert (result.returncode, result.stdout, result.stderr) == (0, "ok\n", "")
 
 
+def test_check_config_loads_the_tls_files(tmp_path: Path) -> None:
+    key = tmp_path / "server.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", str(key), "-out",
+                    str(tmp_path / "server.pem"), "-days", "1", "-subj", "/CN=localhost"],
+                   capture_output=True, check=True, timeout=30)
+    listener = '[[listeners]]\ntype = "{kind}"\nport = {port}\ncertfile = "{cert}"\nkeyfile = "server.key"\n'
+    (tmp_path / "tls.toml").write_text(listener.format(kind="tls", port=8883, cert="server.pem")
+                                       + listener.format(kind="wss", port=8884, cert="gone.pem"))
+    result = _run([str(SCRIPT)], "check-config", "tls.toml", cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (
+        1, ("tls.toml: cannot load the TLS files of listener wss 127.0.0.1:8884: gone.pem: No "
+            "such file or directory (check certfile, keyfile, cafile, crlfile)\n"))
+    (tmp_path / "tls.toml").write_text(listener.format(kind="tls", port=8883, cert="server.pem"))
+    result = _run([str(SCRIPT)], "check-config", "tls.toml", cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (0, "ok\n")
+
+
 def test_check_config_syntax_error_and_missing_file(tmp_path: Path) -> None:
     (tmp_path / "broken.toml").write_text("[limits]\nmax_qos = = 1\n")
     result = _run([str(SCRIPT)], "check-config", "broken.toml", cwd=tmp_path)

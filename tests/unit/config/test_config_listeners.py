@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from actorbroker.config import InvalidConfigError, ListenerConfig, loads
+from actorbroker.config import InvalidConfigError, ListenerConfig, describe, loads
 
 TLS = 'certfile = "s.pem"\nkeyfile = "s.key"\n'
 
@@ -64,3 +64,19 @@ def test_listeners_built_in_code_are_held_to_the_same_rules() -> None:
     assert [(e.key, e.message) for e in caught.value.errors] == [
         ("listeners.crlfile", "listeners.crlfile needs require_certificate = true")]
     assert ListenerConfig(type="ws", path="").path == ""
+
+
+def test_serve_summarises_each_listener() -> None:
+    config = loads('[[listeners]]\nport = 1883\n'
+                   '[[listeners]]\ntype = "tls"\nport = 8883\n' + TLS
+                   + 'cafile = "ca.pem"\nrequire_certificate = true\n'
+                     'use_identity_as_username = true\ntls_version = "tlsv1.3"\n'
+                   '[[listeners]]\ntype = "wss"\nport = 8884\n' + TLS + 'path = ""\n'
+                   '[[listeners]]\ntype = "ws"\nport = 8080\n')
+    assert [line for line in describe(config) if line.startswith("listener")] == [
+        "listener tcp 127.0.0.1:1883, at most 10000 connections",
+        ("listener tls 127.0.0.1:8883, at most 10000 connections, TLS 1.3 and later, client "
+         "certificates required, their name is the user"),
+        "listener wss 127.0.0.1:8884, at most 10000 connections, path any, TLS 1.2 and later",
+        "listener ws 127.0.0.1:8080, at most 10000 connections, path /mqtt",
+    ]

@@ -20,13 +20,12 @@ as its ``ssl=`` (tls, wss: :mod:`.tls`) and a
 connection (ws, wss). The choice is made once per connection; a tcp
 connection's reads take the same path as before TLS existed.
 
-A TLS listener first peeks at the socket's first byte (``MSG_PEEK``: it
-stays for the handshake): anything but a TLS handshake record (plain MQTT,
-usually) is logged in one line naming the listener and the peer, and
-closed. The reverse, a ClientHello on a tcp or ws listener, is told apart
-by the connection (:mod:`.endings`) and the adapter. A TLS listener's files
-are looked at every ``CERTIFICATE_POLL`` seconds and reloaded when they
-changed; :meth:`Listener.reload_certificates` does it at once (SIGHUP).
+A TLS listener first peeks at the socket's first byte: anything but a TLS
+handshake record (plain MQTT, usually) is logged in one line naming the
+listener and the peer, and closed (a ClientHello on a tcp or ws listener:
+:mod:`.endings`, :mod:`.websocket`). Its files are looked at every
+``CERTIFICATE_POLL`` seconds and reloaded when they changed;
+:meth:`Listener.reload_certificates` does it at once (SIGHUP).
 
 Beyond ``max_connections`` live connections (0: unlimited), a new socket
 is accepted and closed at once, counted in ``connections_refused`` and
@@ -112,6 +111,9 @@ class Listener:
         self._max = max_connections
         self._conns: dict[int, MqttConnection] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        #: How to drop a connection that is not MQTT yet (a TLS first byte or handshake,
+        #: a WebSocket upgrade under way): close_all cannot ask it to say goodbye.
+        self._pending: dict[int, Callable[[], object]] = {}
         self._acceptors = [Acceptor(loop, s, self._on_accept, stats) for s in sockets]
         self._limiter = LogLimiter(log)
         self._idle: asyncio.Future[None] | None = None
@@ -201,7 +203,11 @@ class Listener:
         """
         code, properties = self.farewell if reason_code is None else (reason_code, None)
         for conn in list(self._conns.values()):
-            conn.close(code, "server shutting down", properties)
+            drop = self._pending.pop(conn.conn_id, None) if conn.transport is None else None
+            if drop is not None:
+                drop()
+            else:
+                conn.close(code, "server shutting down", properties)
         if not self._conns:
             return
         self._idle = self._loop.create_future()
@@ -239,26 +245,42 @@ class Listener:
     async def _attach(self, conn: MqttConnection, sock: socket.socket) -> None:
         """Wrap the socket in a transport driving ``conn``: TLS first (tls, wss), WebSocket (ws, wss)."""
         conn.listener = self.name
+        protocol: asyncio.BaseProtocol | None
         try:
             if self.certificates is None:
-                await self._loop.connect_accepted_socket(self._protocol(conn), sock)
-                return
-            who = _peer(sock)  # for the log lines of a failure, when the peer may be gone
-            if not await self._tls_first(sock, conn, who):
-                return
-            if self.certificates.options.use_identity_as_username:
-                conn.identify = certificate_identity
-            try:
-                await self._loop.connect_accepted_socket(
-                    self._protocol(conn), sock, ssl=self.certificates.context,
-                    ssl_handshake_timeout=self._settings.connect_timeout)
-            except ssl.SSLError as exc:
-                log.info("listener %s: TLS handshake with %s failed: %s", self.name, who,
-                         exc.reason or exc)
-                self._unattached(conn, sock)
+                _, protocol = await self._loop.connect_accepted_socket(self._protocol(conn), sock)
+            else:
+                task = asyncio.current_task()
+                assert task is not None
+                self._pending[conn.conn_id] = task.cancel
+                protocol = await self._tls(conn, sock)
+                self._pending.pop(conn.conn_id, None)
+            if isinstance(protocol, WebSocketAdapter) and not protocol.open:
+                self._pending[conn.conn_id] = protocol.abort
+        except asyncio.CancelledError:  # close_all while the handshake was under way
+            self._unattached(conn, sock)
         except Exception as exc:  # e.g. the peer reset before the transport existed
             log.info("listener %s: could not set up a connection: %r", self.name, exc)
             self._unattached(conn, sock)
+
+    async def _tls(self, conn: MqttConnection, sock: socket.socket) -> asyncio.BaseProtocol | None:
+        """The TLS handshake, after checking that the client starts one; None if it failed."""
+        assert self.certificates is not None
+        who = _peer(sock)  # for the log lines of a failure, when the peer may be gone
+        if not await self._tls_first(sock, conn, who):
+            return None
+        if self.certificates.options.use_identity_as_username:
+            conn.identify = certificate_identity
+        try:
+            _, protocol = await self._loop.connect_accepted_socket(
+                self._protocol(conn), sock, ssl=self.certificates.context,
+                ssl_handshake_timeout=self._settings.connect_timeout)
+        except ssl.SSLError as exc:
+            log.info("listener %s: TLS handshake with %s failed: %s", self.name, who,
+                     exc.reason or exc)
+            self._unattached(conn, sock)
+            return None
+        return protocol
 
     def _protocol(self, conn: MqttConnection) -> Callable[[], asyncio.Protocol]:
         """What drives the socket: ``conn`` itself, or a WebSocket adapter around it."""
@@ -296,6 +318,7 @@ class Listener:
 
     def _forget(self, conn: MqttConnection) -> None:
         self._conns.pop(conn.conn_id, None)
+        self._pending.pop(conn.conn_id, None)
         if not self._conns and self._idle is not None and not self._idle.done():
             self._idle.set_result(None)
 

@@ -72,6 +72,16 @@ class WebSocketAdapter(asyncio.Protocol):
         self._timer: asyncio.TimerHandle | None = None
         self.peer = ""
 
+    @property
+    def open(self) -> bool:
+        """True once the upgrade succeeded and the MqttConnection was made."""
+        return self._open
+
+    def abort(self) -> None:
+        """Drop the socket before the upgrade completed (the listener is closing)."""
+        if self._raw is not None:
+            self._raw.abort()
+
     # -- the socket's side -----------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import socket
 import ssl
+import time
 from collections.abc import Callable
 
 import pytest
@@ -96,3 +97,26 @@ def test_silence_on_a_tls_listener_is_bounded(secure_broker: Broker, pki: Author
                                                                      server_hostname="localhost")
     assert raw.connect("after-silence").reason_code == 0
     raw.close()
+
+
+def test_stopping_drops_handshakes_under_way(secure_broker: Broker,
+                                             caplog: pytest.LogCaptureFixture) -> None:
+    broker = secure_broker("tls", "ws", "wss")
+    socks = [socket.create_connection(("127.0.0.1", port_of(broker, kind)), timeout=5)
+             for kind in ("tls", "ws", "wss")]
+    midway = socket.create_connection(("127.0.0.1", port_of(broker, "tls")), timeout=5)
+    midway.sendall(b"\x16\x03\x01")  # a ClientHello's first bytes, then nothing
+    socks.append(midway)
+    half = socket.create_connection(("127.0.0.1", port_of(broker, "ws")), timeout=5)
+    half.sendall(b"GET /mqtt HTTP/1.1\r\n")  # an upgrade that never ends
+    socks.append(half)
+    broker.wait_until(lambda m: True)  # every socket accepted by now (one loop round trip)
+    with caplog.at_level(logging.WARNING):
+        started = time.monotonic()
+        broker.run(broker.broker.stop())
+        took = time.monotonic() - started
+    assert took < 3.0, took  # not close_timeout + 1 s waiting for sockets nobody closes
+    assert all(closed(sock) for sock in socks)
+    for sock in socks:
+        sock.close()
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []

@@ -224,3 +224,18 @@ def _read_all(sock: socket.socket) -> bytes:
     except ConnectionResetError:
         pass
     return data
+
+
+def test_wss_with_the_certificate_as_user_name(secure_broker: Broker, pki: Authority,
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    broker = secure_broker("wss", require_certificate=True, use_identity_as_username=True,
+                           allow_anonymous=False)
+    tls = context(pki)
+    tls.load_cert_chain(pki.alice.cert, pki.alice.key)
+    with caplog.at_level(logging.INFO, "actorbroker.session"):
+        raw = WsClient(port_of(broker, "wss"), context=tls)
+        raw.send(Connect("MQTT", 4, "wss-alice", True, 30, username="nobody", password=b"x"))
+        assert raw.recv_packets(1) == [ConnAck(False, 0)]
+        raw.close()
+    assert any("client 'wss-alice' connected" in r.getMessage()
+               and "user 'alice'" in r.getMessage() for r in caplog.records)

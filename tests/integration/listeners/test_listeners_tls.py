@@ -217,3 +217,18 @@ def test_a_broker_with_unusable_tls_files_does_not_start(tmp_path: Path, pki: Au
                              keyfile=pki.server.key)
     with pytest.raises(BrokerStartError, match="/nonexistent.pem"):
         start_broker(broker_config(tmp_path, listeners=(missing,)))
+
+
+def test_the_default_ciphers_include_chacha20(secure_broker: Broker, pki: Authority) -> None:
+    out = s_client(port_of(secure_broker("tls"), "tls"), "-CAfile", pki.ca, "-tls1_2", "-cipher",
+                   "ECDHE-ECDSA-CHACHA20-POLY1305")
+    assert "Cipher is ECDHE-ECDSA-CHACHA20-POLY1305" in out, out
+
+
+def test_ciphers_limit_the_tls12_suites(secure_broker: Broker, pki: Authority) -> None:
+    broker = secure_broker("tls", ciphers="ECDHE+AESGCM")
+    port = port_of(broker, "tls")
+    out = s_client(port, "-CAfile", pki.ca, "-tls1_2", "-cipher", "ECDHE-ECDSA-CHACHA20-POLY1305")
+    assert "Cipher is (NONE)" in out, out  # not offered: no session
+    out = s_client(port, "-CAfile", pki.ca, "-tls1_2", "-cipher", "ECDHE-ECDSA-AES128-GCM-SHA256")
+    assert "Cipher is ECDHE-ECDSA-AES128-GCM-SHA256" in out, out

@@ -150,9 +150,7 @@ class Certificates:
         self.name = name
         self._stamps = self._read_stamps()
         #: What new handshakes use; raises at construction when the files cannot be loaded.
-        self.context: ssl.SSLContext = load_context(options)
-        self.reloads = 0   # successful reloads
-        self.failures = 0  # reloads that kept the old context
+        self.context: ssl.SSLContext = _load_checked(options)
 
     def _read_stamps(self) -> tuple[tuple[int, int, int] | None, ...]:
         return tuple(_stamp(path) for path in self.options.files)
@@ -170,12 +168,10 @@ class Certificates:
         try:
             context = _load_checked(self.options)
         except (OSError, ssl.SSLError, ValueError) as exc:
-            self.failures += 1
             log.error("listener %s: TLS reload failed, keeping the previous certificates: %s",
                       self.name, _why(exc))
             return False
         self.context = context
-        self.reloads += 1
         log.info("listener %s: TLS certificates reloaded from %s", self.name,
                  ", ".join(self.options.files))
         return True

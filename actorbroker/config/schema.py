@@ -228,8 +228,9 @@ class LimitsConfig:
         help="""Messages held per client beyond those in flight, while it is slow
         or offline with a persistent session. When the queue of an offline or
         stuck client is full (see backpressure_timeout), further messages for
-        it are dropped, as in Mosquitto; [storage] durable_queue_bytes bounds
-        an offline durable session's instead.""",
+        it are dropped, as in Mosquitto; a durable session's QoS 1/2 messages
+        past it wait in the commit log instead, bounded by [storage]
+        durable_queue_bytes.""",
     )
     max_queued_bytes: int = option(
         0,

@@ -12,6 +12,18 @@ Session check ("every session the broker says is present really is"): each
 CONNACK's Session Present is compared with what the client knows: a session
 the broker confirmed and no Clean Start discarded must be present; one
 present without any earlier persistent CONNECT is a phantom.
+
+A Clean Start whose CONNACK never came (the broker went away first) is sent
+again on the next connection, whatever the draw: sending it discarded the
+client's session state ([MQTT-3.1.2-4]), and the broker may have stored the
+new session it began before its CONNACK was lost (a session exists "even if
+the rest of the Session State is empty", section 4.1). A client without
+session state must not take up a session the broker says is present; it
+starts a new one with Clean Start ([MQTT-3.2.2-4]; MQTT 3.1.1 section
+3.2.2.2 gives the same way out). Resuming with Clean Start 0 would pick up
+that empty session as if it were the old one, its subscriptions gone:
+seed 2066932213 with power loss failed so when the broker was stopped
+between storing a Clean Start and sending its CONNACK (test_clean_start.py).
 """
 
 from __future__ import annotations
@@ -111,6 +123,7 @@ class Client(threading.Thread):
         self.left = threading.Condition()
         self._maybe_session = False  # a persistent CONNECT went out: the broker may hold one
         self._sure_session = False  # a CONNACK confirmed one, no Clean Start since
+        self._clean_pending = False  # a Clean Start went out, its CONNACK has not come
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -118,7 +131,7 @@ class Client(threading.Thread):
         deadline = time.monotonic() + HARD_LIMIT
         first = True
         while not self.stopping.is_set() and time.monotonic() < deadline:
-            clean = not first and not self.final.is_set() and self.rng.random() < self.spec.clean_p
+            clean = self._comeback_clean(first)
             first = False
             away = RETRY
             try:
@@ -136,6 +149,13 @@ class Client(threading.Thread):
                 self.lost()
             self.final.wait(away)  # the final phase cuts an absence short
 
+    def _comeback_clean(self, first: bool) -> bool:
+        """Whether the next CONNECT uses Clean Start: drawn for a comeback before the final
+        phase, and always while a Clean Start awaits its CONNACK (see the module doc)."""
+        if self._clean_pending:
+            return True
+        return not first and not self.final.is_set() and self.rng.random() < self.spec.clean_p
+
     def _connect(self, clean: bool) -> tuple[Connection, ConnAck]:
         spec = self.spec
         conn = Connection(self.port, spec.level)
@@ -150,6 +170,7 @@ class Client(threading.Thread):
                         spec.will_qos)
         if clean:
             self._sure_session = False
+            self._clean_pending = True
         if not (clean and spec.level == 4):
             self._maybe_session = True
         conn.send(Connect("MQTT", spec.level, spec.cid, clean, spec.keepalive, will=will,
@@ -159,6 +180,7 @@ class Client(threading.Thread):
             conn.sock.close()
             raise OSError(f"not accepted: {connack}")
         self.connects += 1
+        self._clean_pending = False
         self._check_session(clean, connack.session_present)
         if not connack.session_present:
             self.new_session()

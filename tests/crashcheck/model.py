@@ -4,7 +4,9 @@ A message is *acknowledged* when its publisher got PUBACK (QoS 1) or PUBREC
 (QoS 2). It is *owed* to a session when the session's subscription matched
 for certain when it was published: the publisher first sent it after the
 SUBACK of the session's current epoch (a CONNACK without Session Present
-begins an epoch: a Clean Start discards what an older one was owed). QoS is
+begins an epoch: a Clean Start discards what an older one was owed; one
+whose CONNACK was lost is sent again, client.py, so that a client never
+resumes the empty session it may have begun). QoS is
 the lower of the publisher's and the highest matching grant (a QoS 2
 message to a QoS 1 subscription is QoS 1 there); QoS 0 is owed nothing.
 

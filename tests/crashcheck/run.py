@@ -114,7 +114,8 @@ def run(seed: int, *, power_loss: bool = False, keep: bool = False) -> Result:
         if broker.proc is not None and broker.proc.poll() is None:
             broker.stop("KILL")
         for client in clients:
-            client.join(10)
+            if client.ident is not None:  # a first start that failed: no client was started
+                client.join(10)
     log = broker.log_path.read_text(errors="replace")
     limit = scenario.broker.max_queued_messages
     dropped = queue_full_drops(broker.data / "log", limit) if limit else {}

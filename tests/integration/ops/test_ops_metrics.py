@@ -10,6 +10,7 @@ from mqtt_testkit import Client
 from ops_testkit import scrape
 
 from actorbroker.app import RunningBroker
+from actorbroker.ops.prometheus import METRICS
 
 
 def _value(samples: dict[tuple[str, ...], float], name: str, *labels: str) -> float:
@@ -81,6 +82,13 @@ def test_counters_move_by_what_the_clients_did_while_a_load_runs(
         assert _value(after, "actorbroker_supervisor_restarts_total", "supervisor=core") == 0
         assert _value(after, "actorbroker_event_loop_lag_seconds_count") > 0
         assert ("actorbroker_info", "node=test", "version=0.1.0") in after
+        # Every metric of the table is exported (those without a sample yet aside).
+        names = {key[0] for key in after}
+        for metric in METRICS:
+            if metric.name.startswith("actorbroker_top_") or "dropped" in metric.name:
+                continue  # no sample until a client is busy in a sampled second, or a drop
+            sample = metric.name + ("_count" if metric.kind == "histogram" else "")
+            assert sample in names, sample
     finally:
         pub.close()
         sub.close()

@@ -304,3 +304,21 @@ def test_stats_has_the_headline_figures(
                                    "offline_stored": 0}
     finally:
         c.close()
+
+
+def test_killing_the_http_listener_itself_answers_then_it_comes_back(
+        ops_broker: Callable[..., RunningBroker], http: Http) -> None:
+    broker = ops_broker(data_dir=None)
+    before = broker.http_url
+    assert http.call("POST", before + "/api/v1/actors/listeners%2Fhttp/kill") == (
+        200, {"killed": "listeners/http", "actor": "ListenerActor"})
+
+    def restarted() -> bool:  # port 0: the new listener has a new port
+        try:
+            return broker.http_url != before
+        except RuntimeError:
+            return False  # between the two
+    _wait(restarted, "the HTTP listener never came back")
+    tree = _paths(http.get(broker.http_url + "/api/v1/tree"))
+    assert tree["listeners/http"]["restarts"] == 1 and tree["listeners"]["restarts_total"] == 1
+    assert tree["listeners/listener-0"]["restarts"] == 0  # MQTT was not touched

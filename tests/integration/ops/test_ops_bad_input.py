@@ -170,7 +170,7 @@ def test_a_client_that_never_finishes_its_request_is_closed(
     took = time.monotonic() - began
     assert 9.0 <= took < 15, took  # ConnectionGuard's idle_timeout is 10 s
     samples = scrape(broker.http_url)
-    assert samples[("actorbroker_http_connections_refused_total", "reason=too_slow")] == 3
+    assert samples[("actorbroker_http_refused_total", "reason=too_slow")] == 3
 
 
 def test_connections_beyond_the_cap_are_closed_at_once(
@@ -196,4 +196,4 @@ def test_connections_beyond_the_cap_are_closed_at_once(
             break
         assert time.monotonic() < deadline
     samples = scrape(broker.http_url)
-    assert samples[("actorbroker_http_connections_refused_total", "reason=too_many")] >= 1
+    assert samples[("actorbroker_http_refused_total", "reason=too_many")] >= 1

@@ -14,7 +14,7 @@ from mqtt_testkit import Client, RawClient
 from ops_testkit import Http, scrape
 
 from actorbroker.app import RunningBroker
-from actorbroker.codec import Connect, Disconnect, Properties, Will
+from actorbroker.codec import Connect, Disconnect, Will
 
 TOKEN = "s3cret-token-0123456789abcdef"
 

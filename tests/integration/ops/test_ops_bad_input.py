@@ -68,15 +68,14 @@ def test_malformed_requests_are_refused_and_the_listener_lives_on(
 @pytest.fixture
 def slow_clients(ops_broker: Callable[..., RunningBroker]) -> Iterator[tuple[RunningBroker,
                                                                        list[socket.socket]]]:
+    """A broker and the list of HTTP sockets a test opens (closed afterwards)."""
     broker = ops_broker(data_dir=None)
-    host, port = broker.http_url.removeprefix("http://").split(":")
-    socks = []
+    socks: list[socket.socket] = []
     try:
         yield broker, socks
     finally:
         for sock in socks:
             sock.close()
-    del host, port
 
 
 def _open_slow(url: str, count: int) -> list[socket.socket]:

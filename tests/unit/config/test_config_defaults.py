@@ -32,6 +32,15 @@ EXPECTED_DEFAULTS: dict[tuple[str, str], object] = {
     ("listeners", "bind"): "127.0.0.1",
     ("listeners", "port"): 1883,
     ("listeners", "max_connections"): 10_000,
+    ("listeners", "certfile"): "",
+    ("listeners", "keyfile"): "",
+    ("listeners", "cafile"): "",
+    ("listeners", "require_certificate"): False,
+    ("listeners", "use_identity_as_username"): False,
+    ("listeners", "crlfile"): "",
+    ("listeners", "tls_version"): "tlsv1.2",
+    ("listeners", "ciphers"): "",
+    ("listeners", "path"): "/mqtt",
     ("limits", "max_packet_size"): 268_435_455,
     ("limits", "max_inflight_messages"): 20,
     ("limits", "max_queued_messages"): 1000,
@@ -171,8 +180,8 @@ def test_sections_built_in_code_are_checked_like_a_file() -> None:
          "limits.max_inflight_messages must be from 1 to 65535, not 0"),
         (None, "limits.max_qos", "limits.max_qos must be 0, 1 or 2, not 7"),
     ]
-    with pytest.raises(InvalidConfigError, match='listeners.type "ws" is not supported yet'):
-        ListenerConfig(type="ws")
+    with pytest.raises(InvalidConfigError, match='listeners.keyfile must be set: a "wss" listener'):
+        ListenerConfig(type="wss", certfile="server.pem")
     timeout = LimitsConfig(connect_timeout=3).connect_timeout
     assert timeout == 3.0 and type(timeout) is float
 

@@ -3,7 +3,8 @@
 :func:`loads` parses with tomllib, then walks the result against
 :data:`~actorbroker.config.schema.SECTIONS` and collects every problem (unknown
 section or option with a "did you mean", wrong type, value out of range, a
-options that do not fit their listener's type, two listeners on one address) before raising one
+options that do not fit their listener's type, two listeners on one address,
+options refused together) before raising one
 :class:`~actorbroker.errors.InvalidConfigError`. A TOML syntax error stops
 tomllib at the first one, so it is reported alone, at tomllib's line.
 """
@@ -194,7 +195,13 @@ class _Walk:
                 self.error(where, f"{_label((*path, name))} {why}")
             if problems:
                 return _DEFAULT_LISTENER  # a stand-in: the errors discard the Config
-        return section.cls(**accepted)
+        try:
+            return section.cls(**accepted)
+        except InvalidConfigError as exc:  # options that are refused together ([http])
+            for error in exc.errors:
+                name = (error.key or "").rpartition(".")[2]
+                self.error((*path, name) if name in value else path, error.message)
+            return None
 
 
 def _a(name: str) -> str:

@@ -24,7 +24,7 @@ from .gateway import Connection, Gateway, SessionPort
 from .loop import new_event_loop, run
 from .server import Listener, bind_listener, start_listener
 from .settings import ConnectionSettings
-from .stats import TransportStats
+from .stats import StatsTotal, TransportStats
 from .tls import Certificates, TlsOptions, tls_problem
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "Listener",
     "MqttConnection",
     "SessionPort",
+    "StatsTotal",
     "TlsOptions",
     "TransportStats",
     "bind_listener",

@@ -5,11 +5,14 @@
 #   mosquitto          the reference broker that bench/ runs side by side with ours
 #   default-jre-headless  Java for Spark (actorbroker.pipeline, tests/pipeline): Spark 4
 #                      runs on Java 17 or 21, Debian's default JRE (17 on bookworm)
+#   chromium           the headless browser that tests/integration/dashboard drives
+#                      (Playwright with Debian's build, never a downloaded one)
 set -euo pipefail
 need=()
 command -v dot >/dev/null || need+=(graphviz)
 command -v mosquitto_pub >/dev/null || need+=(mosquitto-clients)
 [ -x /usr/sbin/mosquitto ] || need+=(mosquitto)
+[ -x /usr/bin/chromium ] || need+=(chromium)
 command -v java >/dev/null || [ -x "${JAVA_HOME:-/nonexistent}/bin/java" ] || need+=(default-jre-headless)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then

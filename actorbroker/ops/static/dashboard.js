@@ -1,0 +1,193 @@
+// The dashboard page: polls the admin API, keeps the last minutes of figures in
+// a ring for the charts, draws the supervision tree, fills the tables.
+
+import { get, post, setToken, Unauthorized } from "./api.js";
+import { LineChart } from "./chart.js";
+import { Ring } from "./ring.js";
+import { SearchTable } from "./table.js";
+import { TreeView } from "./tree.js";
+import { figures } from "./figures.js";
+
+const WINDOW_SECONDS = 300;
+const STATS_MS = 1000;
+const TREE_MS = 1000;
+const TABLES_MS = 3000;
+
+const $ = (selector) => document.querySelector(selector);
+
+const ring = new Ring(WINDOW_SECONDS + 10);
+const charts = [
+  new LineChart($("#chart-rates"), [
+    { key: "in", label: "in", color: "#2b7bb9" },
+    { key: "out", label: "out", color: "#d9822b" },
+    { key: "dropped", label: "dropped", color: "#c23030" },
+  ], WINDOW_SECONDS),
+  new LineChart($("#chart-connections"), [
+    { key: "connected", label: "connected", color: "#0f9960" },
+    { key: "offline", label: "offline sessions", color: "#8a9ba8" },
+  ], WINDOW_SECONDS),
+  new LineChart($("#chart-queues"), [
+    { key: "queued", label: "queued", color: "#7157d9" },
+    { key: "inflight", label: "in flight", color: "#d13913" },
+  ], WINDOW_SECONDS),
+  new LineChart($("#chart-fsync"), [
+    { key: "fsync_mean", label: "mean", color: "#29a634" },
+    { key: "fsync_max", label: "max", color: "#a66321" },
+  ], WINDOW_SECONDS),
+];
+
+const tree = new TreeView($("#tree"), showActor);
+const clients = new SearchTable($("#clients-panel"),
+  ["client_id", "state", "peer", "protocol", "keepalive", "subscriptions", "inflight", "queued"]);
+const sessions = new SearchTable($("#sessions-panel"),
+  ["client_id", "state", "subscriptions", "inflight", "queued", "expiry", "last_seen"]);
+const retained = new SearchTable($("#retained-panel"), ["topic", "qos", "size", "payload"]);
+
+let retainedFilter = "#";  // the filter last submitted (the timer does not browse half-typed ones)
+let previous = null;      // the last stats snapshot and when it came, for rates
+let waitingForToken = false;
+
+function status(state, text) {
+  const node = $("#status");
+  node.dataset.state = state;
+  node.textContent = text;
+}
+
+function failed(error) {
+  if (error instanceof Unauthorized) {
+    waitingForToken = true;
+    $("#auth").hidden = false;
+    status("auth", "token needed");
+  } else {
+    status("error", String(error.message || error));
+  }
+}
+
+function drawCharts() {
+  const now = Date.now();
+  for (const chart of charts) chart.draw(ring, now);
+}
+
+async function pollStats() {
+  const stats = await get("stats");
+  const now = Date.now();
+  ring.push(now, figures(stats, previous, now));
+  previous = { stats, time: now };
+  if (stats.node) $("#node-name").textContent = stats.node;
+  if (Number.isFinite(stats.uptime)) $("#uptime").textContent = `up ${formatUptime(stats.uptime)}`;
+  drawCharts();
+  status("live", "live");
+}
+
+function formatUptime(seconds) {
+  const d = Math.floor(seconds / 86400);
+  const h = Math.floor((seconds % 86400) / 3600);
+  const m = Math.floor((seconds % 3600) / 60);
+  return d ? `${d}d ${h}h` : h ? `${h}h ${m}m` : `${m}m ${Math.floor(seconds % 60)}s`;
+}
+
+async function pollTree() {
+  tree.update(await get("tree"), Date.now());
+}
+
+async function pollTables() {
+  const [clientRows, sessionRows] = await Promise.all([get("clients"), get("sessions")]);
+  clients.set(rowsOf(clientRows, "clients"));
+  sessions.set(rowsOf(sessionRows, "sessions"));
+}
+
+// The API answers a list, or an object holding the list under its name.
+function rowsOf(answer, name) {
+  return Array.isArray(answer) ? answer : answer[name] || [];
+}
+
+async function browseRetained() {
+  const filter = retainedFilter;
+  const answer = await get(`retained?filter=${encodeURIComponent(filter)}`);
+  retained.set(rowsOf(answer, "retained"));
+  showLevels(filter);
+}
+
+// The filter's levels as links: a click browses everything under that level.
+function showLevels(filter) {
+  const nav = $("#retained-path");
+  const levels = filter.split("/").filter((level) => level !== "#" && level !== "+");
+  const links = [];
+  levels.forEach((level, i) => {
+    const a = document.createElement("a");
+    a.href = "#";
+    a.textContent = level || "(empty)";
+    a.addEventListener("click", (event) => {
+      event.preventDefault();
+      submitFilter(`${levels.slice(0, i + 1).join("/")}/#`);
+    });
+    links.push(a);
+  });
+  nav.replaceChildren(...links);
+}
+
+function showActor(node) {
+  const panel = $("#actor");
+  panel.hidden = false;
+  panel.dataset.path = node.path;
+  $("#actor-name").textContent = node.path || "root";
+  $("#actor-kind").textContent = `${node.actor} (${node.kind})`;
+  $("#actor-mailbox").textContent = String(node.mailbox);
+  $("#actor-restarts").textContent = node.restarts_total === undefined ? String(node.restarts)
+    : `${node.restarts} (its children: ${node.restarts_total})`;
+  $("#actor-alive").textContent = node.alive ? "yes" : "no";
+}
+
+async function killSelected() {
+  const panel = $("#actor");
+  const node = tree.nodes.get(panel.dataset.path);
+  if (!node || !confirm(`Kill ${node.path || "root"}? Its supervisor restarts it.`)) return;
+  const result = $("#actor-result");
+  try {
+    await post(`actors/${encodeURIComponent(node.path)}/kill`);
+    result.textContent = "killed";
+    await pollTree();
+  } catch (error) {
+    result.textContent = String(error.message || error);
+  }
+}
+
+// Each poller runs again INTERVAL after its last answer, never two at once.
+function every(interval, poll) {
+  const run = async () => {
+    if (!waitingForToken) {
+      try {
+        await poll();
+      } catch (error) {
+        failed(error);
+      }
+    }
+    setTimeout(run, interval);
+  };
+  run();
+}
+
+$("#auth").addEventListener("submit", (event) => {
+  event.preventDefault();
+  setToken($("#auth-token").value);
+  $("#auth").hidden = true;
+  waitingForToken = false;
+  status("starting", "connecting…");
+});
+function submitFilter(filter) {
+  $("#retained-filter").value = filter;
+  retainedFilter = filter || "#";
+  browseRetained().catch(failed);
+}
+
+$("#retained-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  submitFilter($("#retained-filter").value.trim());
+});
+$("#actor-kill").addEventListener("click", killSelected);
+window.addEventListener("resize", drawCharts);
+
+every(STATS_MS, pollStats);
+every(TREE_MS, pollTree);
+every(TABLES_MS, pollTables);
+every(TABLES_MS * 2, browseRetained);

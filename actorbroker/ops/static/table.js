@@ -1,0 +1,67 @@
+// A table of the API's rows with a search box: every column the rows have, the
+// preferred ones first; a row is shown when any of its cells contains the
+// search text (case-insensitive).
+
+function cell(value) {
+  if (value === null || value === undefined) return "";
+  if (Array.isArray(value)) return value.map(cell).join(", ");
+  if (typeof value === "object") return JSON.stringify(value);
+  if (typeof value === "boolean") return value ? "yes" : "no";
+  return String(value);
+}
+
+export class SearchTable {
+  // panel: a section holding an input.search, a table and a .count; preferred: column order.
+  constructor(panel, preferred) {
+    this.panel = panel;
+    this.preferred = preferred;
+    this.input = panel.querySelector("input.search");
+    this.head = panel.querySelector("thead");
+    this.body = panel.querySelector("tbody");
+    this.count = panel.querySelector(".count");
+    this.rows = [];
+    this.columns = [];
+    if (this.input) this.input.addEventListener("input", () => this.render());
+  }
+
+  set(rows) {
+    this.rows = rows;
+    const keys = new Set();
+    for (const row of rows) for (const key of Object.keys(row)) keys.add(key);
+    const columns = this.preferred.filter((key) => keys.has(key));
+    for (const key of keys) if (!columns.includes(key)) columns.push(key);
+    if (columns.join() !== this.columns.join()) {
+      this.columns = columns;
+      const tr = document.createElement("tr");
+      for (const key of columns) {
+        const th = document.createElement("th");
+        th.textContent = key.replaceAll("_", " ");
+        tr.append(th);
+      }
+      this.head.replaceChildren(tr);
+    }
+    this.render();
+  }
+
+  render() {
+    const query = this.input ? this.input.value.trim().toLowerCase() : "";
+    const body = [];
+    let shown = 0;
+    for (const row of this.rows) {
+      const texts = this.columns.map((key) => cell(row[key]));
+      if (query && !texts.some((text) => text.toLowerCase().includes(query))) continue;
+      shown += 1;
+      const tr = document.createElement("tr");
+      texts.forEach((text) => {
+        const td = document.createElement("td");
+        td.textContent = text;
+        td.title = text;
+        tr.append(td);
+      });
+      body.push(tr);
+    }
+    this.body.replaceChildren(...body);
+    this.count.textContent = query ? `${shown} of ${this.rows.length}` : String(this.rows.length);
+    this.panel.dataset.shown = String(shown);
+  }
+}

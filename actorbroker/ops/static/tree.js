@@ -1,0 +1,159 @@
+// The supervision tree as an SVG drawing: one row per actor, indented under its
+// supervisor and joined to it by a line, with its mailbox size and restart
+// count in two columns on the right. An actor whose restart count went up since
+// the last poll (or that came back to life) flashes for FLASH_MS; so does a
+// supervisor that restarted a child not drawn.
+//
+// Nodes are /api/v1/tree's {name, path, kind, actor, mailbox, restarts, alive,
+// children}, supervisors with restarts_total and children_total (the broker
+// lists the busiest children of a large supervisor only).
+
+const SVG = "http://www.w3.org/2000/svg";
+const ROW = 22;
+const INDENT = 18;
+const SHOWN_CHILDREN = 12;   // a supervisor with more children shows this many, then "+N more"
+const FLASH_MS = 6000;
+
+function el(name, attrs, text) {
+  const node = document.createElementNS(SVG, name);
+  for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, value);
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+export class TreeView {
+  constructor(svg, onSelect) {
+    this.svg = svg;
+    this.onSelect = onSelect;
+    this.seen = new Map();        // path -> {restarts, total, alive} at the last poll
+    this.flashing = new Map();    // path -> time its flash ends
+    this.expanded = new Set();    // paths of supervisors shown with all their children
+    this.selected = null;         // path of the actor shown in the details panel
+    this.root = null;
+    this.nodes = new Map();       // path -> node, of the latest tree
+  }
+
+  // Whether the node restarted (or a hidden child of it did) since the last poll.
+  restarted(node) {
+    const before = this.seen.get(node.path);
+    this.seen.set(node.path, { restarts: node.restarts, total: node.restarts_total, alive: node.alive });
+    if (!before) return { self: false, child: false };
+    return {
+      self: node.restarts > before.restarts || (node.alive && !before.alive),
+      child: (node.restarts_total || 0) > (before.total || 0),
+    };
+  }
+
+  // Flatten the tree into rows, starting flashes, remembering every node by path.
+  rows(root, now) {
+    const rows = [];
+    this.nodes.clear();
+    const visit = (node, depth, parent) => {
+      this.nodes.set(node.path, node);
+      const row = { node, depth, parent };
+      rows.push(row);
+      const children = node.children || [];
+      const limit = this.expanded.has(node.path) ? children.length : SHOWN_CHILDREN;
+      let childFlashed = false;
+      children.forEach((child, i) => {
+        if (i < limit) childFlashed = visit(child, depth + 1, row) || childFlashed;
+        else childFlashed = this.hidden(child) || childFlashed;
+      });
+      const hidden = children.length - Math.min(limit, children.length);
+      const unlisted = (node.children_total || children.length) - children.length;
+      if (hidden > 0 || unlisted > 0) rows.push({ hidden, unlisted, path: node.path, depth: depth + 1, parent: row });
+      const { self, child } = this.restarted(node);
+      // A restart of a child drawn flashes that child; of one not drawn, its supervisor.
+      if (self || (child && !childFlashed)) this.flashing.set(node.path, now + FLASH_MS);
+      return self;
+    };
+    visit(root, 0, null);
+    return rows;
+  }
+
+  // A child not drawn: noted, so that its restart shows on its supervisor.
+  hidden(node) {
+    let flashed = this.restarted(node).self;
+    for (const child of node.children || []) flashed = this.hidden(child) || flashed;
+    return flashed;
+  }
+
+  update(root, now) {
+    this.root = root;
+    const rows = this.rows(root, now);
+    const width = Math.max(this.svg.parentElement.clientWidth, 360);
+    const colMailbox = width - 110;
+    const colRestarts = width - 40;
+    const svg = this.svg;
+    svg.replaceChildren();
+    svg.setAttribute("width", width);
+    svg.setAttribute("height", (rows.length + 1) * ROW);
+    svg.append(
+      el("text", { x: colMailbox, y: ROW * 0.7, class: "head" }, "mailbox"),
+      el("text", { x: colRestarts, y: ROW * 0.7, class: "head" }, "restarts"),
+    );
+    const lines = el("g", { class: "links" });
+    svg.append(lines);
+    const maxMailbox = Math.max(1, ...rows.filter((r) => r.node).map((r) => r.node.mailbox || 0));
+    rows.forEach((row, i) => {
+      row.y = (i + 1) * ROW + ROW / 2;
+      row.x = 10 + row.depth * INDENT;
+      if (row.parent) {
+        lines.append(el("path", { d: `M${row.parent.x} ${row.parent.y + 5} V${row.y} H${row.x - 6}` }));
+      }
+      if (row.node) svg.append(this.drawNode(row, now, width, colMailbox, colRestarts, maxMailbox));
+      else svg.append(this.drawMore(row));
+    });
+    if (this.selected !== null && this.nodes.has(this.selected)) {
+      this.onSelect(this.nodes.get(this.selected));
+    }
+  }
+
+  drawNode(row, now, width, colMailbox, colRestarts, maxMailbox) {
+    const { node } = row;
+    const classes = ["node", node.kind, node.alive ? "alive" : "dead"];
+    if ((this.flashing.get(node.path) || 0) > now) classes.push("flash");
+    else this.flashing.delete(node.path);
+    if (node.path === this.selected) classes.push("selected");
+    const g = el("g", {
+      class: classes.join(" "), "data-path": node.path, "data-name": node.name,
+      "data-restarts": node.restarts, "data-mailbox": node.mailbox, role: "treeitem", tabindex: 0,
+    });
+    const share = (node.mailbox || 0) / maxMailbox;
+    // The actor's class follows its name in the same text, so it needs no measuring.
+    const label = el("text", { x: row.x + 10, y: row.y + 4 });
+    label.append(el("tspan", { class: "name" }, node.name), el("tspan", { class: "actor", dx: 8 }, node.actor || ""));
+    g.append(
+      el("rect", { class: "band", x: 0, y: row.y - ROW / 2, width, height: ROW }),
+      // A bar for the mailbox (square root: a few busy actors do not flatten the rest).
+      el("rect", { class: "load", x: colMailbox - 100, y: row.y - 4, height: 8,
+        width: node.mailbox ? Math.max(2, 50 * Math.sqrt(share)) : 0 }),
+      el("circle", { cx: row.x, cy: row.y, r: 5 }),
+      label,
+      el("text", { x: colMailbox, y: row.y + 4, class: "mailbox" }, String(node.mailbox ?? "")),
+      el("text", { x: colRestarts, y: row.y + 4, class: "restarts" }, String(node.restarts ?? "")),
+    );
+    const select = () => {
+      this.selected = node.path;
+      this.update(this.root, Date.now());
+    };
+    g.addEventListener("click", select);
+    g.addEventListener("keydown", (event) => { if (event.key === "Enter") select(); });
+    return g;
+  }
+
+  drawMore(row) {
+    const parts = [];
+    if (row.hidden) parts.push(`+${row.hidden} more`);
+    if (row.unlisted) parts.push(`${row.unlisted} quieter not listed`);
+    const more = el("text", { x: row.x, y: row.y + 4, class: row.hidden ? "more" : "unlisted",
+      "data-parent": row.path }, parts.join(" · "));
+    if (row.hidden) {
+      more.addEventListener("click", () => {
+        this.expanded.add(row.path);
+        this.update(this.root, Date.now());
+      });
+    }
+    return more;
+  }
+}

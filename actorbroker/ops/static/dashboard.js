@@ -29,22 +29,21 @@ const charts = [
   new LineChart($("#chart-queues"), [
     { key: "queued", label: "queued", color: "#7157d9" },
     { key: "inflight", label: "in flight", color: "#d13913" },
+    { key: "stored", label: "stored offline", color: "#8a9ba8" },
   ], WINDOW_SECONDS),
   new LineChart($("#chart-fsync"), [
     { key: "fsync_mean", label: "mean", color: "#29a634" },
-    { key: "fsync_max", label: "max", color: "#a66321" },
+    { key: "fsync_p99", label: "p99 (bucket)", color: "#a66321" },
   ], WINDOW_SECONDS),
 ];
 
 const tree = new TreeView($("#tree"), showActor);
-const clients = new SearchTable($("#clients-panel"),
-  ["client_id", "state", "peer", "protocol", "keepalive", "subscriptions", "inflight", "queued"]);
+const clients = new SearchTable($("#clients-panel"), ["client_id", "peer", "protocol_level"]);
 const sessions = new SearchTable($("#sessions-panel"),
-  ["client_id", "state", "subscriptions", "inflight", "queued", "expiry", "last_seen"]);
-const retained = new SearchTable($("#retained-panel"), ["topic", "qos", "size", "payload"]);
+  ["client_id", "state", "clean_session", "queued", "inflight", "hibernated"]);
+const retained = new SearchTable($("#retained-panel"), ["topic", "qos", "payload_bytes", "payload"]);
 
 let retainedFilter = "#";  // the filter last submitted (the timer does not browse half-typed ones)
-let previous = null;      // the last stats snapshot and when it came, for rates
 let waitingForToken = false;
 
 function status(state, text) {
@@ -70,9 +69,7 @@ function drawCharts() {
 
 async function pollStats() {
   const stats = await get("stats");
-  const now = Date.now();
-  ring.push(now, figures(stats, previous, now));
-  previous = { stats, time: now };
+  ring.push(Date.now(), figures(stats));
   if (stats.node) $("#node-name").textContent = stats.node;
   if (Number.isFinite(stats.uptime)) $("#uptime").textContent = `up ${formatUptime(stats.uptime)}`;
   drawCharts();
@@ -90,21 +87,17 @@ async function pollTree() {
   tree.update(await get("tree"), Date.now());
 }
 
+// Clients: the connected ones; sessions: every one the broker keeps, online or not.
 async function pollTables() {
-  const [clientRows, sessionRows] = await Promise.all([get("clients"), get("sessions")]);
-  clients.set(rowsOf(clientRows, "clients"));
-  sessions.set(rowsOf(sessionRows, "sessions"));
-}
-
-// The API answers a list, or an object holding the list under its name.
-function rowsOf(answer, name) {
-  return Array.isArray(answer) ? answer : answer[name] || [];
+  const [online, kept] = await Promise.all([get("clients?state=online"), get("sessions")]);
+  clients.set(online.clients, online.total);
+  sessions.set(kept.sessions, kept.total);
 }
 
 async function browseRetained() {
   const filter = retainedFilter;
   const answer = await get(`retained?filter=${encodeURIComponent(filter)}`);
-  retained.set(rowsOf(answer, "retained"));
+  retained.set(answer.retained, answer.total);
   showLevels(filter);
 }
 
@@ -144,7 +137,8 @@ async function killSelected() {
   if (!node || !confirm(`Kill ${node.path || "root"}? Its supervisor restarts it.`)) return;
   const result = $("#actor-result");
   try {
-    await post(`actors/${encodeURIComponent(node.path)}/kill`);
+    // The path's slashes stay: the route takes the rest of the URL as the path.
+    await post(`actors/${node.path.split("/").map(encodeURIComponent).join("/")}/kill`);
     result.textContent = "killed";
     await pollTree();
   } catch (error) {

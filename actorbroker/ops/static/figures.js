@@ -1,26 +1,23 @@
 // One chart row from one /api/v1/stats snapshot: the figures the charts draw.
-// Counters (totals since start) become per-second rates against the previous
-// snapshot; gauges are taken as they are.
+// The broker keeps the per-second rates itself (one sampler for every poller),
+// so two dashboards open at once see the same rates.
 
-function rate(now, before, key, pick) {
-  if (!before) return null;
-  const seconds = (now.time - before.time) / 1000;
-  const delta = pick(now.stats) - pick(before.stats);
-  // A broker restarted between two polls resets its counters: no rate then.
-  return seconds > 0 && delta >= 0 ? delta / seconds : null;
-}
+const ms = (seconds) => (Number.isFinite(seconds) ? seconds * 1000 : null);
 
-export function figures(stats, previous, time) {
-  const current = { stats, time };
+export function figures(stats) {
+  const rates = stats.rates || {};
+  const fsync = stats.fsync || {};
   return {
-    in: rate(current, previous, "in", (s) => s.messages.received),
-    out: rate(current, previous, "out", (s) => s.messages.sent),
-    dropped: rate(current, previous, "dropped", (s) => s.messages.dropped),
-    connected: stats.connections.current,
+    in: rates.publish_received,
+    out: rates.publish_sent,
+    dropped: rates.dropped_total,
+    connected: stats.connections.clients,
     offline: stats.sessions.offline,
     queued: stats.queues.messages,
     inflight: stats.queues.inflight,
-    fsync_mean: stats.fsync ? stats.fsync.mean_ms : null,
-    fsync_max: stats.fsync ? stats.fsync.max_ms : null,
+    stored: stats.queues.offline_stored,
+    // No sync yet (or the memory log): no line, rather than a line at zero.
+    fsync_mean: fsync.count ? ms(fsync.mean) : null,
+    fsync_p99: fsync.count ? ms(fsync.p99) : null,
   };
 }

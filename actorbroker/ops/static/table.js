@@ -20,12 +20,15 @@ export class SearchTable {
     this.body = panel.querySelector("tbody");
     this.count = panel.querySelector(".count");
     this.rows = [];
+    this.total = 0;
     this.columns = [];
     if (this.input) this.input.addEventListener("input", () => this.render());
   }
 
-  set(rows) {
+  // rows: what the API listed; total: how many there are (the API lists a bounded number).
+  set(rows, total) {
     this.rows = rows;
+    this.total = total;
     const keys = new Set();
     for (const row of rows) for (const key of Object.keys(row)) keys.add(key);
     const columns = this.preferred.filter((key) => keys.has(key));
@@ -61,7 +64,9 @@ export class SearchTable {
       body.push(tr);
     }
     this.body.replaceChildren(...body);
-    this.count.textContent = query ? `${shown} of ${this.rows.length}` : String(this.rows.length);
+    const listed = this.total > this.rows.length ? `${this.rows.length} listed of ${this.total}`
+      : String(this.rows.length);
+    this.count.textContent = query ? `${shown} of ${listed}` : listed;
     this.panel.dataset.shown = String(shown);
   }
 }

@@ -1,0 +1,72 @@
+"""Fixtures for the dashboard's browser tests: Debian's chromium driven by Playwright.
+
+* ``browser``: one headless chromium per module, Debian's build
+  (``/usr/bin/chromium``, or ``$ACTORBROKER_CHROMIUM``). A machine without
+  it fails these tests, never skips them: CI installs it (``make sysdeps``).
+* ``page``: a fresh page; the test fails if the page threw a script error.
+* ``dashboard``: a broker with its commit log and the HTTP listener on
+  127.0.0.1 and a free port; ``.url`` is the dashboard's address.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from actorbroker.app import RunningBroker
+
+from mqtt_testkit import broker_config
+
+CHROMIUM = os.environ.get("ACTORBROKER_CHROMIUM", "/usr/bin/chromium")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if shutil.which(CHROMIUM) is None:
+        pytest.fail(f"no chromium at {CHROMIUM}: `make sysdeps` installs Debian's "
+                    "(these tests never download a browser)")
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.set_default_timeout(15_000)
+    yield page
+    context.close()
+    assert not errors, f"the page threw: {errors}"
+
+
+@dataclass
+class Dashboard:
+    broker: RunningBroker
+    url: str
+
+
+@pytest.fixture
+def start_dashboard(tmp_path: Path, start_broker: Callable[..., RunningBroker]
+                    ) -> Callable[..., Dashboard]:
+    """Factory: a broker with the HTTP listener; ``options`` as for broker_config."""
+    def start(**options: Any) -> Dashboard:
+        config = broker_config(tmp_path, http_enabled=True, http_port=0, **options)
+        broker = start_broker(config)
+        return Dashboard(broker, f"http://127.0.0.1:{broker.http_port}/")
+    return start
+
+
+@pytest.fixture
+def dashboard(start_dashboard: Callable[..., Dashboard]) -> Dashboard:
+    return start_dashboard()

@@ -1,0 +1,204 @@
+"""The dashboard in a real browser (Debian's headless chromium through Playwright)
+against a real broker, with real MQTT clients (paho) making the load.
+
+What an operator relies on: the charts move while messages flow, a kill in the
+tree shows as a restart (the count goes up, the row flashes), the tables'
+search finds what it should and nothing else, the retained browser shows
+payloads as text (never as markup), and the page asks for the token when the
+API wants one.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from playwright.sync_api import Page
+
+from mqtt_testkit import Client
+
+SCREENSHOT = Path(__file__).resolve().parents[3] / "docs" / "dashboard.png"
+
+
+def legend(page: Page, chart: str, key: str) -> str:
+    return page.inner_text(f"#chart-{chart} .series[data-key='{key}'] .value")
+
+
+def wait_legend_above(page: Page, chart: str, key: str, floor: float) -> None:
+    """Wait until the chart's legend shows ``key`` above ``floor`` (it reads 1.2k, 3M too)."""
+    page.wait_for_function(
+        """([chart, key, floor]) => {
+            const text = document.querySelector(`#chart-${chart} .series[data-key='${key}'] .value`)
+                .textContent;
+            const scale = {k: 1e3, M: 1e6}[text.slice(-1)] || 1;
+            return parseFloat(text) * scale > floor;
+        }""", arg=[chart, key, floor])
+
+
+def samples(page: Page, chart: str) -> int:
+    return int(page.get_attribute(f"#chart-{chart}", "data-samples") or 0)
+
+
+def pixels(page: Page, chart: str) -> str:
+    return str(page.eval_on_selector(f"#chart-{chart} canvas", "c => c.toDataURL()"))
+
+
+@contextmanager
+def load(host: str, port: int, topic: str, *, seconds: float = 30.0,
+         limit: int = 20_000) -> Iterator[None]:
+    """A paho publisher sending QoS 1 messages to ``topic`` from a thread, about 500 a
+    second, until the block ends, ``seconds`` pass or ``limit`` messages went out."""
+    publisher = Client(host, port, "dash-load")
+    publisher.connect()
+    stop = threading.Event()
+
+    def run() -> None:
+        deadline = time.monotonic() + seconds
+        for n in range(limit):
+            if stop.is_set() or time.monotonic() > deadline:
+                return
+            publisher.paho.publish(topic, b"x" * 64, qos=1)
+            stop.wait(0.002)   # paces the load; the test never waits on it
+
+    thread = threading.Thread(target=run, name="dash-load", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(10)
+        publisher.close()
+
+
+def open_live(page: Page, url: str) -> None:
+    page.goto(url)
+    page.wait_for_selector("#status[data-state='live']")
+
+
+def test_charts_follow_a_live_load(page: Page, dashboard: Any,
+                                   client: Callable[..., Client]) -> None:
+    subscriber = client("dash-sub")
+    subscriber.subscribe("load/#", qos=1)
+    open_live(page, dashboard.url)
+    wait_legend_above(page, "connections", "connected", 0.5)
+    before = {chart: (samples(page, chart), pixels(page, chart))
+              for chart in ("rates", "connections", "queues", "fsync")}
+    broker = dashboard.broker
+    with load(broker.host, broker.port, "load/a"):
+        # Rates are per second over the last poll: several hundred in, as many out.
+        wait_legend_above(page, "rates", "in", 50)
+        wait_legend_above(page, "rates", "out", 50)
+        wait_legend_above(page, "connections", "connected", 1.5)  # subscriber and publisher
+        # QoS 1 with the commit log: each message waited for a group commit's sync.
+        wait_legend_above(page, "fsync", "fsync_mean", 0)
+        if os.environ.get("ACTORBROKER_SCREENSHOT"):
+            screenshot(page)
+    for chart, (count, image) in before.items():
+        page.wait_for_function(
+            "([chart, count]) => Number(document.querySelector(`#chart-${chart}`).dataset.samples) > count",
+            arg=[chart, count])
+        assert pixels(page, chart) != image, f"the {chart} chart was not redrawn"
+    assert legend(page, "queues", "queued") != "–"
+
+
+def screenshot(page: Page) -> None:
+    """docs/dashboard.png, for the README: the page under load, an actor selected."""
+    page.click("g.node[data-name='dash-sub']")
+    page.wait_for_selector("#actor:not([hidden])")
+    page.screenshot(path=str(SCREENSHOT), full_page=True)
+
+
+def node(page: Page, name: str) -> str:
+    return f"g.node[data-name='{name}']"
+
+
+def test_a_kill_in_the_tree_shows_the_restart(page: Page, dashboard: Any,
+                                              client: Callable[..., Client]) -> None:
+    client("dash-victim", clean=False)   # a persistent session: its actor is restarted
+    open_live(page, dashboard.url)
+    victim = node(page, "dash-victim")
+    page.wait_for_selector(victim)
+    restarts = int(page.get_attribute(victim, "data-restarts") or "-1")
+    assert "flash" not in (page.get_attribute(victim, "class") or "")
+    page.click(victim)
+    page.wait_for_selector("#actor:not([hidden])")
+    assert page.inner_text("#actor-name").endswith("/dash-victim")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#actor-kill")
+    page.wait_for_selector(f"{victim}.flash[data-restarts='{restarts + 1}']")
+    assert page.inner_text(f"{victim} .restarts") == str(restarts + 1)
+    assert page.inner_text("#actor-result") == "killed"
+    assert page.inner_text("#actor-restarts").startswith(str(restarts + 1))
+
+
+def test_a_kill_declined_kills_nothing(page: Page, dashboard: Any,
+                                       client: Callable[..., Client]) -> None:
+    client("dash-spared", clean=False)
+    open_live(page, dashboard.url)
+    spared = node(page, "dash-spared")
+    page.click(spared)
+    page.once("dialog", lambda dialog: dialog.dismiss())
+    page.click("#actor-kill")
+    # A marker: a client connecting after the click shows in the tree, and by then
+    # the declined kill would have restarted the spared session had it been sent.
+    client("dash-marker")
+    page.wait_for_selector(node(page, "dash-marker"))
+    assert page.get_attribute(spared, "data-restarts") == "0"
+    assert "flash" not in (page.get_attribute(spared, "class") or "")
+
+
+def rows(page: Page, panel: str) -> list[str]:
+    return [text for text in page.locator(f"#{panel}-panel tbody tr").all_inner_texts()]
+
+
+def test_tables_search(page: Page, dashboard: Any, client: Callable[..., Client]) -> None:
+    for name in ("alpha-1", "alpha-2", "beta-1"):
+        client(name, clean=name != "alpha-2")
+    open_live(page, dashboard.url)
+    for panel in ("clients", "sessions"):
+        page.wait_for_function(
+            "panel => [...document.querySelectorAll(`#${panel}-panel tbody tr`)]"
+            ".filter(tr => /alpha-1|alpha-2|beta-1/.test(tr.textContent)).length === 3",
+            arg=panel)
+        search = page.locator(f"#{panel}-panel input.search")
+        search.fill("ALPHA")   # case does not matter
+        shown = rows(page, panel)
+        assert len(shown) == 2 and all("alpha-" in row for row in shown), shown
+        assert page.inner_text(f"#{panel}-panel .count").startswith("2 of ")
+        search.fill("beta-1")
+        assert [row.split("\t")[0] for row in rows(page, panel)] == ["beta-1"]
+        search.fill("no such client")
+        assert rows(page, panel) == []
+        search.fill("")
+        assert len(rows(page, panel)) >= 3
+
+
+def test_retained_browser_shows_payloads_as_text(page: Page, dashboard: Any,
+                                                 client: Callable[..., Client]) -> None:
+    publisher = client("dash-retainer")
+    markup = "<img src=x onerror=\"window.injected=1\"><b>bold</b>"
+    publisher.publish("dash/a/one", markup.encode(), qos=1, retain=True)
+    publisher.publish("dash/b/two", b"21.5", qos=1, retain=True)
+    publisher.publish("other/three", b"3", qos=1, retain=True)
+    open_live(page, dashboard.url)
+    page.fill("#retained-filter", "dash/a/#")
+    page.press("#retained-filter", "Enter")
+    page.wait_for_function(
+        "() => document.querySelectorAll('#retained-panel tbody tr').length === 1")
+    assert "dash/a/one" in rows(page, "retained")[0]
+    assert markup in page.inner_text("#retained-panel tbody")
+    assert page.locator("#retained-panel tbody img, #retained-panel tbody b").count() == 0
+    assert page.evaluate("window.injected") is None
+    # The filter's first level as a link: everything under dash/.
+    page.click("#retained-path a >> text=dash")
+    assert page.input_value("#retained-filter") == "dash/#"
+    page.wait_for_function(
+        "() => document.querySelectorAll('#retained-panel tbody tr').length === 2")
+    topics = sorted(row.split("\t")[0] for row in rows(page, "retained"))
+    assert topics == ["dash/a/one", "dash/b/two"]

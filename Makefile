@@ -1,5 +1,6 @@
 # The two commands of the README:
-#   make run    set up the broker's own dependencies and start it (127.0.0.1:1883, ./data);
+#   make run    set up the broker's own dependencies and start it (127.0.0.1:1883, ./data),
+#               with /metrics and the admin API on http://127.0.0.1:18083 (HTTP_PORT=N);
 #               CONFIG=FILE, PORT=N, ARGS="--log-level debug ..." are passed to `serve`
 #   make test   set up (system packages, .venv, all extras) and run the whole suite
 #   make soak   the crash checker on new random seeds: SECONDS=3600 (default 600) or SEEDS=1000,
@@ -20,7 +21,7 @@ PIP     = $(PIP_CMD) install -q -c constraints.txt
 
 # The broker runs from this tree: no package build, so a fresh clone serves in seconds.
 run: venv-run
-	$(BIN)/python -m actorbroker.cli serve $(if $(CONFIG),--config $(CONFIG)) $(if $(PORT),--port $(PORT)) $(ARGS)
+	$(BIN)/python -m actorbroker.cli serve $(if $(CONFIG),--config $(CONFIG)) $(if $(PORT),--port $(PORT)) --http-port $(or $(HTTP_PORT),18083) $(ARGS)
 
 test: sysdeps venv lint typecheck pytest
 
@@ -61,7 +62,7 @@ lint: venv
 	$(BIN)/lint-imports
 
 typecheck: venv
-	$(BIN)/mypy -p actorbroker.codec -p actorbroker.routing -p actorbroker.session -p supervisors -p actorbroker.config -m actorbroker.errors -m actorbroker.cli -p actorbroker.transport -m actorbroker.messages -p actorbroker.actors -m actorbroker.app -m actorbroker.metrics -m actorbroker.testing -m actorbroker.startup -p actorbroker.persistence -p actorbroker.durable -p actorbroker.auth
+	$(BIN)/mypy -p actorbroker.codec -p actorbroker.routing -p actorbroker.session -p supervisors -p actorbroker.config -m actorbroker.errors -m actorbroker.cli -p actorbroker.transport -m actorbroker.messages -p actorbroker.actors -m actorbroker.app -m actorbroker.metrics -m actorbroker.testing -m actorbroker.startup -p actorbroker.ops -p actorbroker.persistence -p actorbroker.durable -p actorbroker.auth
 
 pytest: venv
 	$(BIN)/python -m pytest

@@ -10,6 +10,7 @@ The tree (DESIGN.md; a crash in one session costs that client a reconnect)::
     |  +- sys             SysActor: $SYS topics
     +- listeners (one_for_one, last)
        +- listener-N      ListenerActor per [[listeners]] entry
+       +- http            ListenerActor of the HTTP listener ([http]: metrics, admin API)
 
 Stopping the root stops children in reverse order: listeners first (stop
 accepting, close every connection, so sessions see ConnectionLost and
@@ -67,7 +68,8 @@ from actorbroker.codec import Properties, ReasonCode
 from actorbroker.config import Config, ListenerConfig
 from actorbroker.errors import AuthError
 from actorbroker.startup import BrokerStartError, Preflight, held_tracebacks, preflight, root_cause
-from actorbroker.transport import TransportStats, new_event_loop, run, start_listener
+from actorbroker.ops import HttpListener, ListenerView, OpsContext, Sampler, open_http
+from actorbroker.transport import StatsTotal, TransportStats, new_event_loop, run, start_listener
 from supervisors import (
     ChildKind,
     ChildSpec,
@@ -91,6 +93,8 @@ T = TypeVar("T")
 #: A session crash restarts that session; only a storm of them escalates.
 SESSION_SHARD_INTENSITY = Intensity(max_restarts=100, period=10.0)
 CORE_INTENSITY = Intensity(max_restarts=3, period=10.0)
+#: BrokerMetrics fields that are not plain counters (RunningBroker.metrics leaves them out).
+_NOT_COUNTERS = ("drop_log", "dropped", "sync_latency", "loop_lag", "received_qos", "sent_qos")
 
 
 class Broker:
@@ -104,7 +108,11 @@ class Broker:
         self._root: ActorRef[Any] | None = None
         self._exit: Any = None
         self._bound: list[ListenerHandle | None] = [None] * len(self.config.listeners)
-        self.stats = TransportStats()
+        #: One set of counters per listener (per-listener figures); ``stats`` sums them.
+        self.listener_stats = [TransportStats() for _ in self.config.listeners]
+        self.stats = StatsTotal(self.listener_stats)
+        self._http: ListenerHandle | None = None
+        self._sampler: Sampler | None = None
 
     # -- where it listens ------------------------------------------------------
 
@@ -125,6 +133,11 @@ class Broker:
     def host(self) -> str:
         """The first listener's bind address."""
         return self.config.listeners[0].bind if self.config.listeners else "127.0.0.1"
+
+    @property
+    def http_port(self) -> int | None:
+        """The bound port of the HTTP listener ([http]), None when it is not serving."""
+        return self._http.port if self._http is not None else None
 
     @property
     def root(self) -> ActorRef[Any] | None:
@@ -154,6 +167,8 @@ class Broker:
                       shutdown=15.0, start_timeout=15.0)
             for index, listener in enumerate(self.config.listeners)
         ]
+        if self.config.http.enabled:
+            listeners.append(self._http_spec(node))
         self._root = Supervisor.start(
             # The core waits for the storage actor to fold the log (STORAGE_START_TIMEOUT).
             [dataclasses.replace(
@@ -203,7 +218,8 @@ class Broker:
     async def _open(self, listener: ListenerConfig, gateway: SessionGateway,
                     prepared: Preflight, index: int) -> ListenerHandle:
         handle: ListenerHandle = await start_listener(listener, self.config.limits, gateway,
-                                                      self.stats, sockets=prepared.take(index))
+                                                      self.listener_stats[index],
+                                                      sockets=prepared.take(index))
         reference = self.settings.server_reference
         if reference:  # MQTT 5: tell clients where to go when this node shuts down
             code = (ReasonCode.SERVER_MOVED if self.settings.server_moved
@@ -213,6 +229,32 @@ class Broker:
 
     def _on_bound(self, index: int, handle: ListenerHandle | None) -> None:
         self._bound[index] = handle
+
+    def _http_spec(self, node: Node) -> ChildSpec:
+        """The HTTP listener (metrics, admin API), last under the listeners supervisor."""
+        sampler = self._sampler = Sampler(
+            node, connections=lambda: (c for h in self._bound if h is not None
+                                       for c in list(h.connections.values())))  # type: ignore[attr-defined]
+        context = OpsContext(node, self.config, lambda: self._root, self._listener_views,
+                             sampler)
+
+        async def open_ops() -> HttpListener:
+            handle = await open_http(context, self.config.http)
+            sampler.start()
+            return handle
+
+        def on_bound(handle: ListenerHandle | None) -> None:
+            self._http = handle
+            if handle is None:
+                sampler.stop()
+
+        return ChildSpec(id="http", start=partial(ListenerActor.start, open_ops, on_bound),
+                         shutdown=15.0, start_timeout=15.0)
+
+    def _listener_views(self) -> list[ListenerView]:
+        return [ListenerView(f"{c.bind}:{h.port}" if h is not None else f"{c.bind}:{c.port}",
+                             stats, h.connections if h is not None else {})  # type: ignore[attr-defined]
+                for c, h, stats in zip(self.config.listeners, self._bound, self.listener_stats)]
 
     async def stop(self) -> None:
         """Stop listeners (closing every connection), then the core; idempotent."""
@@ -287,6 +329,14 @@ class RunningBroker:
         return self.broker.config
 
     @property
+    def http_url(self) -> str:
+        """``http://HOST:PORT`` of the HTTP listener (RuntimeError when it is off)."""
+        port = self.broker.http_port
+        if port is None:
+            raise RuntimeError("the broker serves no HTTP ([http] enabled is false)")
+        return f"http://{self.config.http.bind}:{port}"
+
+    @property
     def node(self) -> Node:
         node = self.broker.node
         assert node is not None
@@ -309,7 +359,7 @@ class RunningBroker:
         def read() -> dict[str, Any]:
             metrics = self.node.metrics
             values: dict[str, Any] = {name: getattr(metrics, name) for name in metrics.__slots__
-                                      if name not in ("drop_log", "dropped")}
+                                      if name not in _NOT_COUNTERS}
             values["dropped"] = dict(metrics.dropped)
             values["sessions"] = len(self.node.names.sessions)
             values.update(self.node.stats.snapshot())

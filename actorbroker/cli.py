@@ -55,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"data directory (default {SERVE_DATA_DIR})")
     serve.add_argument("--log-level", metavar="LEVEL",
                        help="debug, info, warning or error (default info)")
+    serve.add_argument("--http-port", type=int, metavar="N",
+                       help="serve /metrics and the admin API on this port ([http] bind, "
+                            "127.0.0.1 by default)")
     check_config = sub.add_parser(
         "check-config", help="report every error of a configuration file",
         description="Print 'ok' and exit 0 when FILE is valid; otherwise print "
@@ -87,6 +90,7 @@ def _serve(args: argparse.Namespace) -> int:
         config = load(args.config) if args.config else Config()
         config = config.with_overrides(
             bind=args.bind, port=args.port, data_dir=args.data_dir, log_level=args.log_level,
+            http_port=args.http_port,
         )
     except ConfigError as exc:
         _print_errors(exc.errors if isinstance(exc, InvalidConfigError) else [exc], sys.stderr)

@@ -34,12 +34,18 @@ values plus the broker's own):
 
 from __future__ import annotations
 
+import bisect
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-__all__ = ["BrokerMetrics", "DropLog", "LoadAverage"]
+__all__ = ["LATENCY_BUCKETS", "BrokerMetrics", "DropLog", "Histogram", "LoadAverage"]
+
+#: Upper bounds (seconds) of latency histograms: 50 us (an fdatasync on a quiet
+#: SSD) to 2.5 s (a loop or disk in trouble).
+LATENCY_BUCKETS = (0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                   0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
 log = logging.getLogger("actorbroker.drops")
 
@@ -81,6 +87,46 @@ class DropLog:
         self._since.clear()
 
 
+class Histogram:
+    """Counts of observed values per bucket, their sum and count (Prometheus' histogram).
+
+    One thread writes (the storage actor's sync thread, or the loop); others
+    may read at any time: each field is one int or float, so a reader can at
+    worst see an observation in ``counts`` and not yet in ``total``.
+    """
+
+    __slots__ = ("bounds", "counts", "count", "total")
+
+    def __init__(self, bounds: Sequence[float] = LATENCY_BUCKETS) -> None:
+        self.bounds = tuple(bounds)
+        self.counts = [0] * (len(self.bounds) + 1)  # the last one: above every bound
+        self.count = 0
+        self.total = 0.0
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect.bisect_left(self.bounds, value)] += 1
+        self.count += 1
+        self.total += value
+
+    def cumulative(self) -> list[tuple[float, int]]:
+        """(upper bound, observations at or below it), ending with (inf, count)."""
+        out, running = [], 0
+        for bound, count in zip((*self.bounds, math.inf), self.counts):
+            running += count
+            out.append((bound, running))
+        return out
+
+    def quantile(self, q: float) -> float:
+        """An upper bound of the ``q`` quantile (the bound of its bucket); 0.0 when empty."""
+        if not self.count:
+            return 0.0
+        rank = q * self.count
+        for bound, running in self.cumulative():
+            if running >= rank:
+                return bound if bound != math.inf else self.bounds[-1]
+        return self.bounds[-1]
+
+
 class BrokerMetrics:
     """Counters and gauges of one node (loop thread only; plain ints)."""
 
@@ -91,6 +137,8 @@ class BrokerMetrics:
         "disconnects",
         "publish_received",
         "publish_sent",
+        "received_qos",
+        "sent_qos",
         "subscriptions",
         "retained",
         "topics",
@@ -98,6 +146,8 @@ class BrokerMetrics:
         "dropped",
         "dropped_total",
         "drop_log",
+        "sync_latency",
+        "loop_lag",
     )
 
     def __init__(self, drop_log: DropLog | None = None) -> None:
@@ -107,6 +157,8 @@ class BrokerMetrics:
         self.disconnects = 0         # attached connections that ended
         self.publish_received = 0    # PUBLISH packets accepted from clients (retries excluded)
         self.publish_sent = 0        # PUBLISH packets written to clients (resends included)
+        self.received_qos = [0, 0, 0]  # publish_received by QoS
+        self.sent_qos = [0, 0, 0]      # publish_sent by QoS
         self.subscriptions = 0       # (filter, client) pairs in the registry (a gauge)
         self.retained = 0            # retained messages held (a gauge)
         self.topics = 0              # live topic actors (a gauge)
@@ -114,6 +166,10 @@ class BrokerMetrics:
         self.dropped: dict[str, int] = {}
         self.dropped_total = 0
         self.drop_log = drop_log or DropLog()
+        #: Seconds per commit log group sync (fdatasync in mode fsync), on the storage threads.
+        self.sync_latency = Histogram()
+        #: How late the loop ran a timer (actorbroker.ops.sampler): time it spent busy.
+        self.loop_lag = Histogram()
 
     def connected(self) -> None:
         """A connection attached to a session."""

@@ -51,7 +51,9 @@ def broker_config(tmp_path: Path | None = None, **options: Any) -> Config:
     ``tmp_path/actorbroker-data`` as in production. ``options`` name any
     option of actorbroker.toml (docs/configuration.md) by itself, whatever
     its section: ``max_qos=1``, ``durability="os"``, ``interval=0`` ([sys]),
-    ``allow_anonymous=False``; a [[listeners]] option changes the first
+    ``allow_anonymous=False``; a name two sections share (``port``, ``bind``,
+    ``enabled``) is the first one's, and ``SECTION_NAME`` names any option
+    (``http_enabled=True, http_port=0``); a [[listeners]] option changes the first
     listener, ``listeners=(ListenerConfig(...), ...)`` replaces them all.
     Values are checked as in a file (:class:`~actorbroker.config.InvalidConfigError`).
     """
@@ -59,14 +61,19 @@ def broker_config(tmp_path: Path | None = None, **options: Any) -> Config:
     options.setdefault("name", "pytest")
     if tmp_path is not None:
         options.setdefault("data_dir", str(tmp_path / "actorbroker-data"))
-    owners = {name: section.name for section in SECTIONS for name, _ in section.options()}
+    owners: dict[str, tuple[str, str]] = {}
+    for section in SECTIONS:
+        for name, _ in section.options():
+            owners.setdefault(name, (section.name, name))  # the first section keeps a bare name
+            owners[f"{section.name}_{name}"] = (section.name, name)
     changes: dict[str, dict[str, Any]] = {}
-    for name, value in options.items():
-        if name not in owners:
-            close = difflib.get_close_matches(name, list(owners), n=1)
+    for key, value in options.items():
+        if key not in owners:
+            close = difflib.get_close_matches(key, list(owners), n=1)
             hint = f"; did you mean {close[0]}?" if close else ""
-            raise TypeError(f"broker_config() got an unknown option {name!r}{hint}")
-        changes.setdefault(owners[name], {})[name] = value
+            raise TypeError(f"broker_config() got an unknown option {key!r}{hint}")
+        section_name, name = owners[key]
+        changes.setdefault(section_name, {})[name] = value
     config = Config(listeners=tuple(listeners))
     sections: dict[str, Any] = {}
     for section, values in changes.items():

@@ -39,6 +39,8 @@ class Child:
     spec: ChildSpec
     state: ChildState = ChildState.DEFINED
     ref: ActorRef[Any] | None = None
+    #: Times the supervisor started it again after it exited (an operator's figure).
+    restarts: int = 0
 
     def move(self, event: str) -> None:
         """Apply a lifecycle event (raises IllegalTransitionError if illegal)."""
@@ -63,7 +65,11 @@ def spawn(owner: Linkable, child: Child) -> ActorRef[Any]:
 
 def _create(owner: Linkable, child: Child) -> ActorRef[Any]:
     """Run the start function and link the new actor to ``owner`` (state STARTING)."""
-    child.move("restart" if child.state is ChildState.EXITED else "start")
+    if child.state is ChildState.EXITED:
+        child.restarts += 1
+        child.move("restart")
+    else:
+        child.move("start")
     spec = child.spec
     try:
         ref = spec.start()

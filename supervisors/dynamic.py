@@ -119,6 +119,7 @@ class DynamicSupervisor(SupervisorBase):
                 reason = error.reason
                 continue
             self._children[ref] = child
+            self.restarts += 1
             return
 
     async def _terminate_children(self) -> None:
@@ -128,9 +129,9 @@ class DynamicSupervisor(SupervisorBase):
 
     def _which(self) -> list[ChildInfo]:
         return [
-            ChildInfo(c.spec.id, c.ref, c.spec.kind, c.spec.restart, c.state)
+            ChildInfo(c.spec.id, c.ref, c.spec.kind, c.spec.restart, c.state, c.restarts)
             for c in self._children.values()
         ]
 
     def _count(self) -> ChildCounts:
-        return count_records(list(self._children.values()))
+        return count_records(list(self._children.values()), self.restarts)

@@ -15,6 +15,7 @@ __all__ = [
     "BlockingOnLoopError",
     "ChildNotFoundError",
     "ChildRunningError",
+    "CrashRequestedError",
     "DuplicateChildError",
     "IllegalTransitionError",
     "NoEventLoopError",
@@ -44,6 +45,10 @@ class BlockingOnLoopError(RuntimeError):
 
 class NoEventLoopError(RuntimeError):
     """A loop actor was created off the loop thread and no loop was set."""
+
+
+class CrashRequestedError(RuntimeError):
+    """Raised in an actor told :func:`~supervisors.crash`: it crashes as from a bug."""
 
 
 class IllegalTransitionError(RuntimeError):

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PING",
     "SHUTDOWN_REQUEST",
+    "CrashRequest",
     "Down",
     "Exited",
     "Linkable",
@@ -57,10 +58,12 @@ __all__ = [
     "Ping",
     "ShutdownRequest",
     "actor_of",
+    "crash",
     "demonitor",
     "exit_future",
     "kill",
     "link",
+    "mailbox_depth",
     "monitor",
     "shutdown",
     "unlink",
@@ -111,6 +114,13 @@ class Ping:
 @dataclass(frozen=True, slots=True)
 class ShutdownRequest:
     """System message: stop like ``ref.stop()``, with exit reason Shutdown."""
+
+
+@dataclass(frozen=True, slots=True)
+class CrashRequest:
+    """System message: raise :class:`~supervisors.errors.CrashRequestedError` (see :func:`crash`)."""
+
+    reason: str
 
 
 PING = Ping()
@@ -235,6 +245,18 @@ def actor_of(ref: ActorRef[Any]) -> Linkable | None:
     return actor
 
 
+def mailbox_depth(ref: ActorRef[Any]) -> int:
+    """Messages waiting in ``ref``'s inbox (an operator's figure, like Erlang's
+    ``message_queue_len``); 0 for a dead actor. Exact for a LoopActor read on its
+    loop; a ThreadActor's is its queue's approximate size."""
+    inbox = ref.actor_inbox
+    depth = getattr(inbox, "depth", None)
+    if depth is not None:
+        return int(depth())
+    qsize = getattr(inbox, "qsize", None)
+    return int(qsize()) if qsize is not None else 0
+
+
 def _reason_of(actor: Linkable | None, ref: ActorRef[Any]) -> ExitReason:
     """The recorded exit reason, else NoProc."""
     if actor is not None and actor._exit_reason is not None:
@@ -328,6 +350,14 @@ def kill(ref: ActorRef[Any], reason: ExitReason = KILLED) -> None:
     actor = actor_of(ref)
     if actor is not None:
         actor._force_exit(reason)
+
+
+def crash(ref: ActorRef[Any], reason: str) -> None:
+    """Make an actor crash as a bug would: in inbox order, it raises
+    ``CrashRequestedError(reason)``, so its ``on_failure`` runs (it lets go of
+    what it holds) and its supervisor restarts it. Erlang's observer "kill"
+    for actors whose cleanup matters; :func:`kill` skips the cleanup."""
+    _tell_quietly(ref, CrashRequest(reason))
 
 
 def shutdown(ref: ActorRef[Any]) -> None:

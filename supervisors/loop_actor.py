@@ -28,9 +28,9 @@ from pykka._introspection import get_attr_directly
 from pykka.messages import ProxyCall, ProxyGetAttr, ProxySetAttr, _ActorStop
 
 from supervisors import registry
-from supervisors.errors import NoEventLoopError
+from supervisors.errors import CrashRequestedError, NoEventLoopError
 from supervisors.future import LoopFuture
-from supervisors.links import Linkable, Ping, ShutdownRequest
+from supervisors.links import CrashRequest, Linkable, Ping, ShutdownRequest
 from supervisors.mailbox import Mailbox, StopFlag, _guard
 from supervisors.reasons import SHUTDOWN, ExitReason
 
@@ -187,6 +187,10 @@ def _ping(_actor: LoopActor, _message: object) -> None:
     return None
 
 
+def _crash(_actor: LoopActor, message: CrashRequest) -> None:
+    raise CrashRequestedError(message.reason)
+
+
 def _call(actor: LoopActor, message: ProxyCall) -> Any:
     return get_attr_directly(actor, message.attr_path)(*message.args, **message.kwargs)
 
@@ -204,6 +208,7 @@ _SYSTEM: dict[type, Callable[[LoopActor, Any], Any]] = {
     _ActorStop: _stop,
     ShutdownRequest: _shutdown,
     Ping: _ping,
+    CrashRequest: _crash,
     ProxyCall: _call,
     ProxyGetAttr: _getattr,
     ProxySetAttr: _setattr,

@@ -179,6 +179,10 @@ class Mailbox:
     def empty(self) -> bool:
         return self._pos >= len(self._cur) and not self._next
 
+    def depth(self) -> int:
+        """Messages waiting, the one being handled excluded (read on the loop thread)."""
+        return len(self._cur) - self._pos + len(self._next)
+
     # -- scheduling -------------------------------------------------------------
 
     def put_item(self, item: _Item) -> None:

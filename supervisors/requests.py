@@ -86,6 +86,8 @@ class ChildInfo:
     kind: ChildKind
     restart: Restart
     state: ChildState
+    #: Times the supervisor started this child again after it exited.
+    restarts: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +98,9 @@ class ChildCounts:
     active: int
     supervisors: int
     workers: int
+    #: Children started again after an exit since the supervisor started (not
+    #: Erlang's: an operator's figure, e.g. to see a restart storm).
+    restarts: int = 0
 
 
 def start_child(sup: ActorRef[Any], spec: ChildSpec) -> Future[ActorRef[Any]]:

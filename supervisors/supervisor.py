@@ -73,6 +73,8 @@ class SupervisorBase(LoopActor):
         self._intensity = intensity
         self._clock = clock
         self._history: tuple[float, ...] = ()
+        #: Children started again after an exit, ever (count_children reports it).
+        self.restarts = 0
 
     def __str__(self) -> str:
         return f"{type(self).__name__} {self.name!r} ({self.actor_urn})"
@@ -144,17 +146,18 @@ class SupervisorBase(LoopActor):
 
 def _info(child: Child) -> ChildInfo:
     spec = child.spec
-    return ChildInfo(spec.id, child.ref, spec.kind, spec.restart, child.state)
+    return ChildInfo(spec.id, child.ref, spec.kind, spec.restart, child.state, child.restarts)
 
 
-def count_records(records: Sequence[Child]) -> ChildCounts:
-    """Erlang's count_children over child records."""
+def count_records(records: Sequence[Child], restarts: int = 0) -> ChildCounts:
+    """Erlang's count_children over child records, with the supervisor's ``restarts``."""
     supervisors = sum(1 for c in records if c.spec.kind is ChildKind.SUPERVISOR)
     return ChildCounts(
         specs=len(records),
         active=sum(1 for c in records if c.state is ChildState.RUNNING),
         supervisors=supervisors,
         workers=len(records) - supervisors,
+        restarts=restarts,
     )
 
 
@@ -238,6 +241,7 @@ class Supervisor(SupervisorBase):
                     logger.error("%s: %s", self, error)
                     pending = (child, error.reason)
                     break
+                self.restarts += 1
 
     # -- operations ----------------------------------------------------------------
 
@@ -312,7 +316,7 @@ class Supervisor(SupervisorBase):
         return [_info(c) for c in self._children.values()]
 
     def _count(self) -> ChildCounts:
-        return count_records(list(self._children.values()))
+        return count_records(list(self._children.values()), self.restarts)
 
 
 def supervisor_spec(

@@ -24,7 +24,8 @@ from pykka._envelope import Envelope
 from pykka.messages import _ActorStop
 
 from supervisors.future import LoopFuture
-from supervisors.links import Linkable, Ping, ShutdownRequest
+from supervisors.errors import CrashRequestedError
+from supervisors.links import CrashRequest, Linkable, Ping, ShutdownRequest
 from supervisors.reasons import SHUTDOWN, ExitReason
 
 __all__ = ["ThreadActor"]
@@ -69,6 +70,8 @@ class ThreadActor(Linkable, pykka.ThreadingActor):
         if kind is ShutdownRequest:
             self._stop_reason = SHUTDOWN
             return self._stop()
+        if kind is CrashRequest:
+            raise CrashRequestedError(message.reason)
         return super()._handle_receive(message)
 
     def _stop(self) -> None:

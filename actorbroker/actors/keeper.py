@@ -68,6 +68,7 @@ from .durable_messages import (
     PendingWill,
     Tick,
 )
+from .admin import ExpireSession
 from .held import with_offset
 from .messages import Attach, Deliver, DeliverMatched, RouteViaRegistry, SessionEnded, Timer
 from .node import Node
@@ -183,8 +184,10 @@ class KeeperActor(LoopActor):
     def _push(self, when: float, kind: str, client_id: str, sleeping: Sleeping) -> None:
         heapq.heappush(self._deadlines, (when, next(self._order), kind, client_id, sleeping))
 
-    def on_receive(self, message: Any) -> None:
+    def on_receive(self, message: Any) -> Any:
         cls = type(message)
+        if cls is ExpireSession:
+            return self._expire_now(message.client_id)
         if cls is Hibernated:
             self._hibernated(message)
         elif cls is OfflineDropped:
@@ -198,6 +201,17 @@ class KeeperActor(LoopActor):
             self._pending(message)
         else:
             raise TypeError(f"keeper: unexpected message {message!r}")
+        return None
+
+    def _expire_now(self, client_id: str) -> bool:
+        """An operator deleted a hibernated session: expire it now (its deadline, still in
+        the heap, then finds the placeholder gone and does nothing)."""
+        sleeping = self._node.names.sessions.get(client_id)
+        if not isinstance(sleeping, Sleeping) or client_id in self._node.woken:
+            return False
+        log.info("client %r: offline session deleted by an operator", client_id)
+        self._expire(client_id, sleeping)
+        return client_id not in self._node.names.sessions
 
     def _hibernated(self, message: Hibernated) -> None:
         ref = self._node.names.sessions.get(message.client_id)

@@ -130,7 +130,7 @@ class RegistryActor(DurableRegistry, LoopActor):
     async def on_start(self) -> None:  # type: ignore[override]
         await self._load_durable()  # registry_durable.py: what the commit log holds
 
-    # -- views (for tests and $SYS; loop thread) -------------------------------
+    # -- views (for tests, $SYS and the admin API; loop thread) ---------------
 
     @property
     def subscription_count(self) -> int:
@@ -148,6 +148,10 @@ class RegistryActor(DurableRegistry, LoopActor):
     def retained_message(self, topic: str) -> AppMessage | None:
         """The retained message of ``topic``, if any."""
         return self._retained.get(topic)
+
+    def retained_matching(self, topic_filter: str) -> list[tuple[str, AppMessage]]:
+        """(topic, message) of every retained message a valid ``topic_filter`` matches."""
+        return list(self._retained.match(topic_filter))
 
     def live_topics(self) -> list[str]:
         """Topics with a running topic actor."""

@@ -62,10 +62,12 @@ from actorbroker.session import (
     Route,
     Send,
     SessionCore,
+    SessionState,
     StartTimer,
 )
 from supervisors import LoopActor
 
+from .admin import DiscardSession
 from .auth import Reauthentication
 from .backpressure import HoldExpired, PublisherHolds
 from .messages import (
@@ -211,7 +213,7 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
 
     # -- messages --------------------------------------------------------------
 
-    def on_receive(self, message: Any) -> None:
+    def on_receive(self, message: Any) -> Any:
         cls = type(message)
         if cls is Deliver:  # the fan-out hot path first
             credit = message.credit
@@ -276,8 +278,21 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
             self._deliver_shared(message)
         elif cls is CrashForTest:
             crash_for_test(self._node.settings, f"session {self.client_id!r}", message)
+        elif cls is DiscardSession:
+            return self._discard()
         else:
             raise TypeError(f"session {self.client_id!r}: unexpected message {message!r}")
+        return None
+
+    def _discard(self) -> bool:
+        """An operator deleted this session: end it as its expiry would (offline only)."""
+        if self._conn is not None or self._core.state is not SessionState.DISCONNECTED:
+            return False
+        log.info("client %r: session deleted by an operator", self.client_id)
+        self._run(self._core.expire(self._now()))
+        if self._durability is not None:
+            self._durability.settle()
+        return True
 
     def _inbound(self, message: Inbound) -> None:
         conn = self._conn
@@ -321,6 +336,7 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
                     out.extend(packets)
                 case Route(message, ack):
                     self._metrics.publish_received += 1
+                    self._metrics.received_qos[message.qos] += 1
                     routes.setdefault(message.topic, []).append(message)
                     if ack is not None:
                         out.append(ack)  # sent once handed on: the "accepted" step

@@ -16,6 +16,7 @@ subscriptions prefer online members).
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from actorbroker.codec import ConnAck, protocol_name
@@ -58,6 +59,8 @@ class ConnectionLifecycle:
     _conn_id: int
     _close_reason: str | None
     _forward: dict[int, Any]
+    #: Wall-clock time its last connection ended (None: never connected to this actor).
+    last_seen: float | None = None
     _retired: bool
     _reauth: Any
     _durability: Any
@@ -135,6 +138,7 @@ class ConnectionLifecycle:
             return
         self._conn = None
         self._names.online.discard(self.client_id)
+        self.last_seen = time.time()  # when its client went: the admin API shows it
         self._retransmit_reset()
         durability = self._durability
         if durability is None:

@@ -97,6 +97,7 @@ class SessionOutput:
                 self._carry_out(effects)  # held behind earlier output, or more came with it
                 return
         self._conn.send(packets)
+        self._metrics.sent_qos[0] += len(packets)  # deliver_now: QoS 0 only
         self._published(len(packets))
 
     def _flush(self, packets: list[Packet]) -> None:
@@ -106,9 +107,11 @@ class SessionOutput:
             return
         conn.send(packets)
         sent = 0
+        by_qos = self._metrics.sent_qos
         for packet in packets:
             if type(packet) is Publish:
                 sent += 1
+                by_qos[packet.qos] += 1
         if sent:
             self._published(sent)
 

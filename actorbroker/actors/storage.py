@@ -124,7 +124,8 @@ class StorageActor(ThreadActor):
         self._segments = self.log.segment_count
         if self.settings.mode == "fsync" and self.log.directory is not None:
             self._pipe = SyncPipeline(lambda m: _tell(self.actor_ref, m),
-                                      self.settings.group_commit_interval)
+                                      self.settings.group_commit_interval,
+                                      self._node.metrics.sync_latency)
 
     def on_stop(self) -> None:
         self._close(snapshot=True)
@@ -224,12 +225,14 @@ class StorageActor(ThreadActor):
             more = self._take([])
             if more:
                 placed += self._place(current, more)
+        began = time.perf_counter()
         try:
             current.sync()
         except StorageError as exc:
             self._outage.failed(exc)
             self._refuse([a for a, _, _ in placed], exc)
             return
+        self._node.metrics.sync_latency.observe(time.perf_counter() - began)
         self._answer(placed, current.next_offset)
         self._busy = bool(self.actor_inbox.queue)  # type: ignore[attr-defined]
         self._housekeep(current)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from actorbroker.codec.frozen import quick_init
+from actorbroker.metrics import Histogram
 from actorbroker.persistence import CommitLog
 from actorbroker.persistence.syncjob import SyncJob
 
@@ -51,15 +52,17 @@ class SyncPipeline:
     """Written-but-unsynced batches, the sync in flight and the thread that runs it."""
 
     __slots__ = ("unsynced", "job", "covered", "lingering", "linger", "_tell", "_queue",
-                 "_thread")
+                 "_thread", "_latency")
 
-    def __init__(self, tell: Callable[[Any], None], linger: float) -> None:
+    def __init__(self, tell: Callable[[Any], None], linger: float,
+                 latency: Histogram | None = None) -> None:
         self.unsynced: list[Any] = []  # the actor's placed Appends, in log order
         self.job: SyncJob | None = None
         self.covered = 0  # how many of ``unsynced`` the job in flight covers
         self.lingering = False
         self.linger = linger
         self._tell = tell
+        self._latency = latency or Histogram()  # each job's seconds (written on the thread only)
         self._queue: queue.SimpleQueue[SyncJob | float | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="storage-sync", daemon=True)
         self._thread.start()
@@ -97,7 +100,9 @@ class SyncPipeline:
     def _run(self) -> None:
         while (item := self._queue.get()) is not None:
             if isinstance(item, SyncJob):
+                began = time.perf_counter()
                 item.run()
+                self._latency.observe(time.perf_counter() - began)
                 self._tell(SyncDone(item))
             else:
                 time.sleep(item)

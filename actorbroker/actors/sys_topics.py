@@ -1,8 +1,8 @@
 """Actors layer: SysActor, the broker's statistics under ``$SYS/broker/``. Stdlib, pykka, supervisors, session.
 
 Every ``[sys] interval`` seconds (0: never) the actor reads the node's
-counters (:class:`~actorbroker.metrics.BrokerMetrics`, the transport's
-``TransportStats``, the name table) and publishes each value that changed
+figures (:mod:`.figures`, which /metrics reads too; the storage actor's
+are asked for) and publishes each value that changed
 as a retained QoS 0 message through the normal publish path (the registry),
 as Mosquitto does; a client subscribing to ``$SYS/#`` gets the latest values
 at once. Filters starting with a wildcard never match them
@@ -20,6 +20,8 @@ Topics (Mosquitto's names; ``messages/dropped/<reason>`` is ours):
     $SYS/broker/bytes/received|sent
     $SYS/broker/subscriptions/count
     $SYS/broker/retained messages/count
+    $SYS/broker/store/messages/count          retained + queued + in flight (memory and log)
+    $SYS/broker/store/messages/bytes          payload bytes queued in session actors
     $SYS/broker/load/{messages,publish,bytes}/{received,sent}/{1min,5min,15min}
     $SYS/broker/load/connections/{1min,5min,15min}
     $SYS/broker/load/sockets/{1min,5min,15min}
@@ -37,6 +39,7 @@ from actorbroker import __version__
 from actorbroker.metrics import LoadAverage
 from supervisors import LoopActor
 
+from .figures import counters, session_figures, storage_figures
 from .messages import RouteViaRegistry, Timer
 from .node import Node
 
@@ -58,31 +61,36 @@ _LOADS = {
 }
 
 
-def sys_values(node: Node, now: float) -> dict[str, str]:
-    """Every ``$SYS`` value but the load averages, by topic (``now``: time.monotonic())."""
-    metrics = node.metrics
-    stats = node.stats.snapshot()
-    total = len(node.names.sessions)
-    connected = metrics.clients_connected
-    values = {
+def sys_values(node: Node, now: float, store: dict[str, Any] | None = None) -> dict[str, str]:
+    """Every ``$SYS`` value but the load averages, by topic (``now``: time.monotonic()).
+
+    ``store``: the storage actor's figures (:func:`.figures.storage_figures`), if any.
+    """
+    figures = counters(node)
+    sessions = session_figures(node)
+    stored = (store or {}).get("queued", 0)
+    values: dict[str, Any] = {
         "version": f"actorbroker {__version__}",
         "uptime": f"{int(now - node.started_at)} seconds",
-        "clients/connected": connected,
-        "clients/disconnected": max(0, total - connected),
-        "clients/total": total,
-        "clients/maximum": metrics.clients_maximum,
-        "messages/received": stats.get("packets_in", 0),
-        "messages/sent": stats.get("packets_out", 0),
-        "messages/dropped": metrics.dropped_total,
-        "publish/messages/received": metrics.publish_received,
-        "publish/messages/sent": metrics.publish_sent,
-        "publish/messages/dropped": metrics.dropped_total,
-        "bytes/received": stats.get("bytes_in", 0),
-        "bytes/sent": stats.get("bytes_out", 0),
-        "subscriptions/count": metrics.subscriptions,
-        "retained messages/count": metrics.retained,
+        "clients/connected": figures["clients_connected"],
+        "clients/disconnected": figures["clients_disconnected"],
+        "clients/total": figures["clients_total"],
+        "clients/maximum": figures["clients_maximum"],
+        "messages/received": figures.get("packets_in", 0),
+        "messages/sent": figures.get("packets_out", 0),
+        "messages/dropped": figures["dropped_total"],
+        "publish/messages/received": figures["publish_received"],
+        "publish/messages/sent": figures["publish_sent"],
+        "publish/messages/dropped": figures["dropped_total"],
+        "bytes/received": figures.get("bytes_in", 0),
+        "bytes/sent": figures.get("bytes_out", 0),
+        "subscriptions/count": figures["subscriptions"],
+        "retained messages/count": figures["retained"],
+        "store/messages/count": (figures["retained"] + sessions.queued + sessions.inflight
+                                 + stored),
+        "store/messages/bytes": sessions.queued_bytes,
     }
-    for reason, count in metrics.dropped.items():
+    for reason, count in node.metrics.dropped.items():
         values[f"messages/dropped/{reason}"] = count
     return {PREFIX + name: str(value) for name, value in values.items()}
 
@@ -108,17 +116,19 @@ class SysActor(LoopActor):
             self._timer.cancel()
             self._timer = None
 
-    def on_receive(self, message: Any) -> None:
+    def on_receive(self, message: Any) -> Any:
         if message is _TICK or type(message) is Timer:
             self._timer = None
-            self._publish()
-        else:
-            raise TypeError(f"$SYS: unexpected message {message!r}")
+            return self._tick()
+        raise TypeError(f"$SYS: unexpected message {message!r}")
 
-    def _publish(self) -> None:
+    async def _tick(self) -> None:
+        self._publish(await storage_figures(self._node))
+
+    def _publish(self, store: dict[str, Any] | None = None) -> None:
         node = self._node
         self._timer = self.actor_loop.call_later(self._interval, self._fire)
-        values = sys_values(node, self._clock())
+        values = sys_values(node, self._clock(), store)
         stats = node.stats.snapshot()
         for name, (source, field) in _LOADS.items():
             total = stats.get(field, 0) if source == "stats" else getattr(node.metrics, field)

@@ -19,6 +19,7 @@ from actorbroker.errors import ConfigError, InvalidConfigError
 from .loader import check, load, loads
 from .options import Option
 from .render import describe, render_example, render_markdown
+from .http import HttpConfig, is_loopback
 from .mqtt5 import AuthConfig, Mqtt5Config
 from .schema import (
     OVERRIDES,
@@ -43,6 +44,7 @@ __all__ = [
     "AuthConfig",
     "Config",
     "ConfigError",
+    "HttpConfig",
     "InvalidConfigError",
     "LimitsConfig",
     "ListenerConfig",
@@ -57,6 +59,7 @@ __all__ = [
     "SysConfig",
     "check",
     "describe",
+    "is_loopback",
     "load",
     "loads",
     "render_example",

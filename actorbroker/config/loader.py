@@ -3,7 +3,8 @@
 :func:`loads` parses with tomllib, then walks the result against
 :data:`~actorbroker.config.schema.SECTIONS` and collects every problem (unknown
 section or option with a "did you mean", wrong type, value out of range, a
-transport not supported yet, two listeners on one address) before raising one
+transport not supported yet, two listeners on one address, options refused
+together) before raising one
 :class:`~actorbroker.errors.InvalidConfigError`. A TOML syntax error stops
 tomllib at the first one, so it is reported alone, at tomllib's line.
 """
@@ -183,7 +184,13 @@ class _Walk:
                 accepted[key] = checked
             else:
                 self.error((*path, key), message)
-        return section.cls(**accepted)
+        try:
+            return section.cls(**accepted)
+        except InvalidConfigError as exc:  # options that are refused together ([http])
+            for error in exc.errors:
+                name = (error.key or "").rpartition(".")[2]
+                self.error((*path, name) if name in value else path, error.message)
+            return None
 
 
 def _a(name: str) -> str:

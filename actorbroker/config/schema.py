@@ -16,6 +16,7 @@ from typing import Any
 from actorbroker.errors import ConfigError, InvalidConfigError
 
 from .checks import address, check_section, host_name, node_name, not_empty
+from .http import HttpConfig
 from .mqtt5 import AuthConfig, Mqtt5Config
 from .options import Option, option, option_of
 from .storage import RetryConfig, StorageConfig
@@ -26,6 +27,7 @@ __all__ = [
     "SERVE_DATA_DIR",
     "Config",
     "LimitsConfig",
+    "HttpConfig",
     "ListenerConfig",
     "LogConfig",
     "NodeConfig",
@@ -323,6 +325,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("retained", RetainedConfig),
     Section("storage", StorageConfig), Section("retry", RetryConfig),
     Section("mqtt5", Mqtt5Config), Section("auth", AuthConfig),
+    Section("http", HttpConfig),
 )
 
 #: Command line flag -> (keyword of Config.with_overrides, option it replaces).
@@ -331,6 +334,7 @@ OVERRIDES: dict[str, tuple[str, str, str]] = {
     "--port": ("port", "listeners", "port"),
     "--data-dir": ("data_dir", "node", "data_dir"),
     "--log-level": ("log_level", "log", "level"),
+    "--http-port": ("http_port", "http", "port"),
 }
 
 
@@ -355,6 +359,7 @@ class Config:
     retry: RetryConfig = field(default_factory=RetryConfig)
     mqtt5: Mqtt5Config = field(default_factory=Mqtt5Config)
     auth: AuthConfig = field(default_factory=AuthConfig)
+    http: HttpConfig = field(default_factory=HttpConfig)
 
     def with_overrides(
         self,
@@ -363,15 +368,18 @@ class Config:
         port: int | None = None,
         data_dir: str | None = None,
         log_level: str | None = None,
+        http_port: int | None = None,
     ) -> Config:
         """A copy with the command line flags that were given (not None) applied.
 
         ``bind`` and ``port`` replace those of the first listener (and make one
-        if a Config built in code has none). Values are
+        if a Config built in code has none); ``http_port`` turns [http] on at
+        that port. Values are
         checked as in a file; every bad one is reported in one
         :class:`InvalidConfigError` whose source is ``"command line"``.
         """
-        given = {"bind": bind, "port": port, "data_dir": data_dir, "log_level": log_level}
+        given = {"bind": bind, "port": port, "data_dir": data_dir, "log_level": log_level,
+                 "http_port": http_port}
         errors: list[ConfigError] = []
         checked: dict[str, Any] = {}
         for flag, (keyword, section_name, name) in OVERRIDES.items():
@@ -402,4 +410,6 @@ class Config:
                 self.node, data_dir=checked.get("data_dir", self.node.data_dir)
             ),
             log=dataclasses.replace(self.log, level=checked.get("log_level", self.log.level)),
+            http=self.http if "http_port" not in checked else dataclasses.replace(
+                self.http, enabled=True, port=checked["http_port"]),
         )

@@ -159,6 +159,12 @@ class SessionCore(OutboundRules, Mqtt5Rules):
         return self._outbox.queue.bytes
 
     @property
+    def inflight_count(self) -> int:
+        """How many outbound QoS 1/2 deliveries await acknowledgement (cheaper than
+        ``len(inflight)``: no copy)."""
+        return len(self._outbox.inflight)
+
+    @property
     def output_held(self) -> bool:
         """True while deliveries wait in the queue because the connection is congested."""
         return self._outbox.held

@@ -22,7 +22,7 @@ from .gateway import Connection, Gateway, SessionPort
 from .loop import new_event_loop, run
 from .server import Listener, bind_listener, start_listener
 from .settings import ConnectionSettings
-from .stats import TransportStats
+from .stats import StatsTotal, TransportStats
 
 __all__ = [
     "Connection",
@@ -31,6 +31,7 @@ __all__ = [
     "Listener",
     "MqttConnection",
     "SessionPort",
+    "StatsTotal",
     "TransportStats",
     "bind_listener",
     "new_event_loop",

@@ -70,6 +70,10 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
         self.conn_id: int = next(_ids)
         self.peer: tuple[str, int] = ("", 0)
         self.client_id: str | None = None
+        #: This connection's share of the listener's counters (the busiest-clients view).
+        self.packets_in = 0
+        self.packets_out = 0
+        self.bytes_in = 0
         self._transport: asyncio.Transport | None = None
         #: Called once with this connection when its socket is gone (the listener's hook).
         self.on_lost: Callable[[MqttConnection], None] | None = None
@@ -109,6 +113,11 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
         # Settable so that a wrapper (a test probe, a WebSocket adapter) can sit in between.
         self._transport = transport
         self._outbox.transport = transport
+
+    @property
+    def bytes_out(self) -> int:
+        """Bytes written to this connection's socket."""
+        return self._outbox.bytes_out
 
     @property
     def protocol_level(self) -> int | None:
@@ -153,6 +162,7 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
                 connack = packet
         if self._admit(chunks, size):
             self._stats.packets_out += len(chunks)
+            self.packets_out += len(chunks)
             if connack is not None and not self._gate.connack_sent:
                 self._on_connack(connack)
 
@@ -160,6 +170,7 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
         """Queue already encoded packets (whole packets only)."""
         if not self._closing and self._admit([data], len(data)):
             self._stats.packets_out += 1
+            self.packets_out += 1
 
     def batch_done(self) -> None:
         """The oldest Inbound was processed and nothing handed on: its read credit is back."""
@@ -203,12 +214,14 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
         if self._closing:
             return
         self._stats.bytes_in += len(data)
+        self.bytes_in += len(data)
         try:
             if self._gate.state is _S.AWAIT_CONNECT and len(self._head) < _SNIFF:
                 self._head += data[:_SNIFF]
             packets = self._decoder.feed(data)
             if packets:
                 self._stats.packets_in += len(packets)
+                self.packets_in += len(packets)
                 self._idle.touch()
                 self._dispatch(packets)
         except ProtocolError as exc:
@@ -302,6 +315,7 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
         self._gate.connack(connack.reason_code)
         if connack.reason_code != 0:
             self._close_after_flush = True  # [MQTT-3.2.2-7]
+            self._stats.refused(connack.reason_code, self.protocol_level == 5)
         elif not self._dispatching:  # else _dispatch releases them after its own batch
             self._release()
 

@@ -60,7 +60,7 @@ class FlushQueue:
 class Outbox:
     """Output list of one connection, flushed once per loop tick."""
 
-    __slots__ = ("transport", "write_paused", "_stats", "_high", "_max",
+    __slots__ = ("transport", "write_paused", "bytes_out", "_stats", "_high", "_max",
                  "_chunks", "_size", "_scheduled", "_seen", "_after_flush", "_flushes")
 
     def __init__(self, flushes: FlushQueue, stats: TransportStats,
@@ -69,6 +69,7 @@ class Outbox:
         self.transport: asyncio.WriteTransport | None = None
         #: Set by the protocol's pause_writing/resume_writing callbacks.
         self.write_paused = False
+        self.bytes_out = 0  # this connection's share of stats.bytes_out
         self._stats = stats
         self._high = high_water
         self._max = max_output
@@ -131,6 +132,7 @@ class Outbox:
         transport.write(data)
         self._stats.writes += 1
         self._stats.bytes_out += len(data)
+        self.bytes_out += len(data)
 
     def clear(self) -> None:
         """Drop everything queued (the socket is gone or being aborted)."""

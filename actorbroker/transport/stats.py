@@ -1,7 +1,7 @@
-"""Transport layer: counters the listeners and connections update. Stdlib only.
+"""Transport layer: counters the listeners and connections update. Stdlib and the codec only.
 
-One :class:`TransportStats` is passed to every listener of a node (or one
-per listener, as the app prefers); the transport only ever adds to its
+The app gives each listener its own :class:`TransportStats` and reads the
+node's totals through :class:`StatsTotal`; the transport only ever adds to its
 fields, on the loop thread, so reading them there needs no lock. The app
 publishes them under ``$SYS``. :class:`LogLimiter` keeps bursts of the same
 complaint (a full listener, a process out of file descriptors) to one log
@@ -13,7 +13,9 @@ from __future__ import annotations
 import logging
 from typing import Final
 
-__all__ = ["FIELDS", "LogLimiter", "TransportStats"]
+from actorbroker.codec import ConnectReturnCode, ReasonCode
+
+__all__ = ["FIELDS", "LogLimiter", "StatsTotal", "TransportStats"]
 
 #: Every counter, in the order :meth:`TransportStats.snapshot` lists them.
 FIELDS: Final = (
@@ -32,13 +34,15 @@ FIELDS: Final = (
     "read_pauses",            # times reading paused because batches were outstanding
     "credits_expired",        # read credits given back by the time bound, not by their holders
     "accept_errors",          # failed accept() calls (EMFILE, ENFILE, ...): listener backed off
+    "connects_refused",       # CONNECTs answered with a failure code (by code: refused_by)
 )
 
 
 class TransportStats:
-    """Plain int counters (``__slots__``, no locking: loop thread only)."""
+    """Plain int counters (``__slots__``, no locking: loop thread only), and the
+    refused CONNECTs by reason (``refused_by``: reason name -> count)."""
 
-    __slots__ = FIELDS
+    __slots__ = (*FIELDS, "refused_by")
 
     connections_accepted: int
     connections_refused: int
@@ -55,10 +59,21 @@ class TransportStats:
     read_pauses: int
     credits_expired: int
     accept_errors: int
+    connects_refused: int
 
     def __init__(self) -> None:
         for name in FIELDS:
             setattr(self, name, 0)
+        self.refused_by: dict[str, int] = {}
+
+    def refused(self, code: int, v5: bool) -> None:
+        """A CONNACK refused a CONNECT with ``code`` (an MQTT 5 reason code if ``v5``)."""
+        self.connects_refused += 1
+        try:
+            name = (ReasonCode(code) if v5 else ConnectReturnCode(code)).name.lower()
+        except ValueError:
+            name = f"code_{code:#04x}"
+        self.refused_by[name] = self.refused_by.get(name, 0) + 1
 
     def snapshot(self) -> dict[str, int]:
         """Every counter by name, e.g. for ``$SYS/broker/...`` topics."""
@@ -67,6 +82,34 @@ class TransportStats:
     def __repr__(self) -> str:
         fields = ", ".join(f"{k}={v}" for k, v in self.snapshot().items() if v)
         return f"TransportStats({fields})"
+
+
+class StatsTotal:
+    """The sum of several listeners' :class:`TransportStats` (one per listener, so that
+    each listener's figures can be told apart), read like one of them."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: list[TransportStats]) -> None:
+        self.parts = parts
+
+    def snapshot(self) -> dict[str, int]:
+        """Every counter by name, summed over the listeners."""
+        return {name: sum(getattr(part, name) for part in self.parts) for name in FIELDS}
+
+    @property
+    def refused_by(self) -> dict[str, int]:
+        """Refused CONNECTs by reason, summed over the listeners."""
+        out: dict[str, int] = {}
+        for part in self.parts:
+            for name, count in part.refused_by.items():
+                out[name] = out.get(name, 0) + count
+        return out
+
+    def __getattr__(self, name: str) -> int:
+        if name not in FIELDS:
+            raise AttributeError(name)
+        return sum(getattr(part, name) for part in self.parts)
 
 
 class LogLimiter:

@@ -46,8 +46,9 @@ def _find(name: str) -> Requirement:
     raise AssertionError(f"{name} is not declared in setup.cfg")
 
 
-def test_the_broker_itself_needs_pykka_uvloop_and_dill_only() -> None:
-    assert [r.name for r in _requirements()["install"]] == ["pykka", "uvloop", "dill"]
+def test_the_broker_itself_needs_pykka_uvloop_dill_and_the_http_listeners_two() -> None:
+    assert [r.name for r in _requirements()["install"]] == [
+        "pykka", "uvloop", "dill", "aiohttp", "prometheus-client"]
 
 
 @pytest.mark.parametrize(("name", "refused", "accepted"), [
@@ -126,4 +127,5 @@ def test_make_run_passes_the_config_the_port_and_any_flag() -> None:
                           "CONFIG=my.toml", "PORT=1884", "ARGS=--log-level debug"],
                          cwd=ROOT, capture_output=True, text=True, check=True, env=env)
     assert dry.stdout.split() == [".venv/bin/python", "-m", "actorbroker.cli", "serve", "--config",
-                                  "my.toml", "--port", "1884", "--log-level", "debug"]
+                                  "my.toml", "--port", "1884", "--http-port", "18083",
+                                  "--log-level", "debug"]

@@ -69,14 +69,23 @@ def test_broker_config_takes_every_option_by_its_name() -> None:
         for name, _ in section.options():
             value = getattr(part, name)
             value = "elsewhere" if value is None else value  # data_dir
-            built = getattr(broker_config(**{name: value}), section.name)
-            assert getattr(built[0] if section.is_array else built, name) == value, name
+            for key in (name, f"{section.name}_{name}"):
+                try:
+                    built = getattr(broker_config(**{key: value}), section.name)
+                except TypeError:
+                    continue  # the bare name is another section's (port: [[listeners]])
+                if getattr(built[0] if section.is_array else built, name) == value:
+                    break
+            else:
+                raise AssertionError(f"{section.name}.{name} cannot be set by name")
     config = broker_config(max_qos=1, interval=0, durability="os", allow_anonymous=False,
                            bind="::1", level="debug", receive_maximum=5)
     assert (config.limits.max_qos, config.sys.interval, config.storage.durability) == (1, 0.0, "os")
     assert not config.auth.allow_anonymous and config.mqtt5.receive_maximum == 5
     assert (config.listeners[0].bind, config.listeners[0].port, config.log.level) == (
         "::1", 0, "debug")
+    served = broker_config(port=1884, http_enabled=True, http_port=0)
+    assert (served.listeners[0].port, served.http.enabled, served.http.port) == (1884, True, 0)
 
 
 def test_broker_config_refuses_unknown_options_and_bad_values() -> None:

@@ -77,6 +77,10 @@ EXPECTED_DEFAULTS: dict[tuple[str, str], object] = {
     ("mqtt5", "redirect"): "use_another_server",
     ("auth", "scram_credentials_file"): "",
     ("auth", "allow_anonymous"): True,
+    ("http", "enabled"): False,
+    ("http", "bind"): "127.0.0.1",
+    ("http", "port"): 18083,
+    ("http", "token_file"): "",
 }
 
 

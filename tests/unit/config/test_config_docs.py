@@ -42,9 +42,12 @@ def test_a_changed_help_text_makes_the_docs_stale(
 def test_every_option_is_documented_with_its_default() -> None:
     markdown = render.render_markdown()
     for section in SECTIONS:
-        assert f"## `{section.header}`" in markdown
+        heading = f"## `{section.header}`"
+        assert heading in markdown
+        # This section's rows: from its heading to the next one (names repeat: enabled).
+        own = markdown.split(heading, 1)[1].split("\n## ", 1)[0]
         for name, spec in section.options():
-            row = next(line for line in markdown.splitlines() if line.startswith(f"| `{name}` |"))
+            row = next(line for line in own.splitlines() if line.startswith(f"| `{name}` |"))
             assert spec.help in row
     assert '| `port` | `1883` |' in markdown
     assert '| `data_dir` | "./data" for actorbroker serve; none in code (in memory) |' in markdown

@@ -25,7 +25,8 @@ export function formatNumber(value) {
 
 export class LineChart {
   // figure: the <figure> holding a .legend and a <canvas>;
-  // series: [{key, label, color}]; windowSeconds: how much history is shown.
+  // series: [{key, label, color, dash}] (dash: a canvas line dash, for a line that may lie
+  // on another); windowSeconds: how much history is shown.
   constructor(figure, series, windowSeconds) {
     this.figure = figure;
     this.canvas = figure.querySelector("canvas");
@@ -57,7 +58,11 @@ export class LineChart {
     ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
     ctx.clearRect(0, 0, width, height);
 
-    const start = now - this.windowSeconds * 1000;
+    // The window grows with the history, from a minute to windowSeconds, so that a page
+    // just opened draws across its width instead of in a sliver at the right.
+    const history = ring.length ? (now - ring.times[0]) / 1000 : 0;
+    const span = Math.min(this.windowSeconds, Math.max(60, Math.ceil(history / 60) * 60));
+    const start = now - span * 1000;
     let top = 0;
     ring.rows.forEach((row, i) => {
       if (ring.times[i] < start) return;
@@ -90,17 +95,18 @@ export class LineChart {
       ctx.fillText(formatNumber(v), PAD.left - 4, gy);
     }
     ctx.textBaseline = "top";
-    const minutes = this.windowSeconds / 60;
-    for (let m = 0; m <= minutes; m++) {
-      const t = now - (minutes - m) * 60000;
-      ctx.textAlign = m === minutes ? "right" : "center";
-      ctx.fillText(m === minutes ? "now" : `-${minutes - m}m`, x(t), height - PAD.bottom + 4);
+    const step = [10, 15, 30, 60, 120].find((seconds) => span / seconds <= 6) || 300;
+    for (let ago = span; ago >= 0; ago -= step) {
+      ctx.textAlign = ago === 0 ? "right" : ago === span ? "left" : "center";
+      const label = ago === 0 ? "now" : ago % 60 ? `-${ago}s` : `-${ago / 60}m`;
+      ctx.fillText(label, x(now - ago * 1000), height - PAD.bottom + 4);
     }
 
     ctx.lineWidth = 1.5;
     ctx.lineJoin = "round";
     for (const s of this.series) {
       ctx.strokeStyle = s.color;
+      ctx.setLineDash(s.dash || []);
       ctx.beginPath();
       let pen = false;
       ring.rows.forEach((row, i) => {
@@ -118,6 +124,7 @@ export class LineChart {
       });
       ctx.stroke();
     }
+    ctx.setLineDash([]);
 
     const latest = ring.last() || {};
     for (const s of this.series) {

@@ -19,7 +19,7 @@ const ring = new Ring(WINDOW_SECONDS + 10);
 const charts = [
   new LineChart($("#chart-rates"), [
     { key: "in", label: "in", color: "#2b7bb9" },
-    { key: "out", label: "out", color: "#d9822b" },
+    { key: "out", label: "out", color: "#d9822b", dash: [5, 4] },   // often equal to in
     { key: "dropped", label: "dropped", color: "#c23030" },
   ], WINDOW_SECONDS),
   new LineChart($("#chart-connections"), [
@@ -56,6 +56,8 @@ function failed(error) {
   if (error instanceof Unauthorized) {
     waitingForToken = true;
     $("#auth").hidden = false;
+    $("#auth-token").value = "";
+    $("#auth-token").focus();
     status("auth", "token needed");
   } else {
     status("error", String(error.message || error));

@@ -1,8 +1,9 @@
 // The supervision tree as an SVG drawing: one row per actor, indented under its
 // supervisor and joined to it by a line, with its mailbox size and restart
-// count in two columns on the right. An actor whose restart count went up since
-// the last poll (or that came back to life) flashes for FLASH_MS; so does a
-// supervisor that restarted a child not drawn.
+// counts in columns on the right. An actor whose restart count went up since
+// the last poll (or that came back to life) flashes for FLASH_MS, and so does
+// the supervisor that restarted it: a restarted child may be one not drawn, or
+// one gone at once (a session whose client left).
 //
 // Nodes are /api/v1/tree's {name, path, kind, actor, mailbox, restarts, alive,
 // children}, supervisors with restarts_total and children_total (the broker
@@ -33,57 +34,44 @@ export class TreeView {
     this.nodes = new Map();       // path -> node, of the latest tree
   }
 
-  // Whether the node restarted (or a hidden child of it did) since the last poll.
-  restarted(node) {
+  // Whether the node restarted, or restarted a child, since the last poll.
+  restarted(node, seen) {
     const before = this.seen.get(node.path);
-    this.seen.set(node.path, { restarts: node.restarts, total: node.restarts_total, alive: node.alive });
-    if (!before) return { self: false, child: false };
-    return {
-      self: node.restarts > before.restarts || (node.alive && !before.alive),
-      child: (node.restarts_total || 0) > (before.total || 0),
-    };
+    seen.set(node.path, { restarts: node.restarts, total: node.restarts_total, alive: node.alive });
+    return before !== undefined && (node.restarts > before.restarts
+      || (node.restarts_total || 0) > (before.total || 0) || (node.alive && !before.alive));
   }
 
   // Flatten the tree into rows, starting flashes, remembering every node by path.
   rows(root, now) {
     const rows = [];
+    const seen = new Map();   // only the actors of this tree: a long-open page does not grow
     this.nodes.clear();
     const visit = (node, depth, parent) => {
       this.nodes.set(node.path, node);
+      if (this.restarted(node, seen)) this.flashing.set(node.path, now + FLASH_MS);
       const row = { node, depth, parent };
       rows.push(row);
       const children = node.children || [];
       const limit = this.expanded.has(node.path) ? children.length : SHOWN_CHILDREN;
-      let childFlashed = false;
-      children.forEach((child, i) => {
-        if (i < limit) childFlashed = visit(child, depth + 1, row) || childFlashed;
-        else childFlashed = this.hidden(child) || childFlashed;
-      });
+      children.slice(0, limit).forEach((child) => visit(child, depth + 1, row));
       const hidden = children.length - Math.min(limit, children.length);
       const unlisted = (node.children_total || children.length) - children.length;
       if (hidden > 0 || unlisted > 0) rows.push({ hidden, unlisted, path: node.path, depth: depth + 1, parent: row });
-      const { self, child } = this.restarted(node);
-      // A restart of a child drawn flashes that child; of one not drawn, its supervisor.
-      if (self || (child && !childFlashed)) this.flashing.set(node.path, now + FLASH_MS);
-      return self;
     };
     visit(root, 0, null);
+    this.seen = seen;
+    for (const [path, until] of this.flashing) if (until <= now) this.flashing.delete(path);
     return rows;
-  }
-
-  // A child not drawn: noted, so that its restart shows on its supervisor.
-  hidden(node) {
-    let flashed = this.restarted(node).self;
-    for (const child of node.children || []) flashed = this.hidden(child) || flashed;
-    return flashed;
   }
 
   update(root, now) {
     this.root = root;
     const rows = this.rows(root, now);
     const width = Math.max(this.svg.parentElement.clientWidth, 360);
-    const colMailbox = width - 110;
-    const colRestarts = width - 40;
+    const colMailbox = width - 200;
+    const colRestarts = width - 120;
+    const colChildren = width - 20;
     const svg = this.svg;
     svg.replaceChildren();
     svg.setAttribute("width", width);
@@ -91,6 +79,7 @@ export class TreeView {
     svg.append(
       el("text", { x: colMailbox, y: ROW * 0.7, class: "head" }, "mailbox"),
       el("text", { x: colRestarts, y: ROW * 0.7, class: "head" }, "restarts"),
+      el("text", { x: colChildren, y: ROW * 0.7, class: "head" }, "its children's"),
     );
     const lines = el("g", { class: "links" });
     svg.append(lines);
@@ -101,7 +90,7 @@ export class TreeView {
       if (row.parent) {
         lines.append(el("path", { d: `M${row.parent.x} ${row.parent.y + 5} V${row.y} H${row.x - 6}` }));
       }
-      if (row.node) svg.append(this.drawNode(row, now, width, colMailbox, colRestarts, maxMailbox));
+      if (row.node) svg.append(this.drawNode(row, now, width, [colMailbox, colRestarts, colChildren], maxMailbox));
       else svg.append(this.drawMore(row));
     });
     if (this.selected !== null && this.nodes.has(this.selected)) {
@@ -109,15 +98,15 @@ export class TreeView {
     }
   }
 
-  drawNode(row, now, width, colMailbox, colRestarts, maxMailbox) {
+  drawNode(row, now, width, [colMailbox, colRestarts, colChildren], maxMailbox) {
     const { node } = row;
     const classes = ["node", node.kind, node.alive ? "alive" : "dead"];
-    if ((this.flashing.get(node.path) || 0) > now) classes.push("flash");
-    else this.flashing.delete(node.path);
+    if (this.flashing.has(node.path)) classes.push("flash");
     if (node.path === this.selected) classes.push("selected");
     const g = el("g", {
       class: classes.join(" "), "data-path": node.path, "data-name": node.name,
       "data-restarts": node.restarts, "data-mailbox": node.mailbox, role: "treeitem", tabindex: 0,
+      "data-children-restarts": node.restarts_total ?? "",
     });
     const share = (node.mailbox || 0) / maxMailbox;
     // The actor's class follows its name in the same text, so it needs no measuring.
@@ -132,6 +121,7 @@ export class TreeView {
       label,
       el("text", { x: colMailbox, y: row.y + 4, class: "mailbox" }, String(node.mailbox ?? "")),
       el("text", { x: colRestarts, y: row.y + 4, class: "restarts" }, String(node.restarts ?? "")),
+      el("text", { x: colChildren, y: row.y + 4, class: "children-restarts" }, String(node.restarts_total ?? "")),
     );
     const select = () => {
       this.selected = node.path;

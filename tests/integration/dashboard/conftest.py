@@ -4,8 +4,9 @@
   (``/usr/bin/chromium``, or ``$ACTORBROKER_CHROMIUM``). A machine without
   it fails these tests, never skips them: CI installs it (``make sysdeps``).
 * ``page``: a fresh page; the test fails if the page threw a script error.
-* ``dashboard``: a broker with its commit log and the HTTP listener on
-  127.0.0.1 and a free port; ``.url`` is the dashboard's address.
+* ``broker`` (the one ``client`` connects to) has its commit log and the
+  HTTP listener on 127.0.0.1 and a free port; ``url`` is the dashboard's
+  address.
 """
 
 from __future__ import annotations
@@ -13,9 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
@@ -50,23 +49,13 @@ def page(browser: Browser) -> Iterator[Page]:
     assert not errors, f"the page threw: {errors}"
 
 
-@dataclass
-class Dashboard:
-    broker: RunningBroker
-    url: str
+@pytest.fixture
+def broker(tmp_path: Path, start_broker: Callable[..., RunningBroker]) -> RunningBroker:
+    """The ``client`` fixture's broker, with its commit log and the HTTP listener."""
+    return start_broker(broker_config(tmp_path, http_enabled=True, http_port=0))
 
 
 @pytest.fixture
-def start_dashboard(tmp_path: Path, start_broker: Callable[..., RunningBroker]
-                    ) -> Callable[..., Dashboard]:
-    """Factory: a broker with the HTTP listener; ``options`` as for broker_config."""
-    def start(**options: Any) -> Dashboard:
-        config = broker_config(tmp_path, http_enabled=True, http_port=0, **options)
-        broker = start_broker(config)
-        return Dashboard(broker, f"http://127.0.0.1:{broker.http_port}/")
-    return start
-
-
-@pytest.fixture
-def dashboard(start_dashboard: Callable[..., Dashboard]) -> Dashboard:
-    return start_dashboard()
+def url(broker: RunningBroker) -> str:
+    """The dashboard's address."""
+    return f"{broker.http_url}/"

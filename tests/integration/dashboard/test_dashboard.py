@@ -11,7 +11,6 @@ API wants one.
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,7 +20,9 @@ from typing import Any
 
 from playwright.sync_api import Page
 
-from mqtt_testkit import Client
+from actorbroker.app import RunningBroker
+
+from mqtt_testkit import Client, broker_config
 
 SCREENSHOT = Path(__file__).resolve().parents[3] / "docs" / "dashboard.png"
 
@@ -76,20 +77,25 @@ def load(host: str, port: int, topic: str, *, seconds: float = 30.0,
         publisher.close()
 
 
+def node(page: Page, name: str) -> str:
+    return f"g.node[data-name='{name}']"
+
+
 def open_live(page: Page, url: str) -> None:
     page.goto(url)
     page.wait_for_selector("#status[data-state='live']")
 
 
-def test_charts_follow_a_live_load(page: Page, dashboard: Any,
+def test_charts_follow_a_live_load(page: Page, url: str, broker: RunningBroker, tmp_path: Path,
                                    client: Callable[..., Client]) -> None:
     subscriber = client("dash-sub")
     subscriber.subscribe("load/#", qos=1)
-    open_live(page, dashboard.url)
+    for room, celsius in (("kitchen", b"21.5"), ("hall", b"19.0"), ("attic", b"15.5")):
+        subscriber.publish(f"home/{room}/temperature", celsius, qos=1, retain=True)
+    open_live(page, url)
     wait_legend_above(page, "connections", "connected", 0.5)
     before = {chart: (samples(page, chart), pixels(page, chart))
               for chart in ("rates", "connections", "queues", "fsync")}
-    broker = dashboard.broker
     with load(broker.host, broker.port, "load/a"):
         # Rates are per second over the last poll: several hundred in, as many out.
         wait_legend_above(page, "rates", "in", 50)
@@ -97,8 +103,7 @@ def test_charts_follow_a_live_load(page: Page, dashboard: Any,
         wait_legend_above(page, "connections", "connected", 1.5)  # subscriber and publisher
         # QoS 1 with the commit log: each message waited for a group commit's sync.
         wait_legend_above(page, "fsync", "fsync_mean", 0)
-        if os.environ.get("ACTORBROKER_SCREENSHOT"):
-            screenshot(page)
+        screenshot(page, tmp_path)
     for chart, (count, image) in before.items():
         page.wait_for_function(
             "([chart, count]) => Number(document.querySelector(`#chart-${chart}`).dataset.samples) > count",
@@ -107,40 +112,65 @@ def test_charts_follow_a_live_load(page: Page, dashboard: Any,
     assert legend(page, "queues", "queued") != "–"
 
 
-def screenshot(page: Page) -> None:
-    """docs/dashboard.png, for the README: the page under load, an actor selected."""
-    page.click("g.node[data-name='dash-sub']")
+def screenshot(page: Page, tmp_path: Path) -> None:
+    """The page under load with an actor selected, as a PNG; with UPDATE_SCREENSHOT=1 in
+    the environment it replaces docs/dashboard.png (the README's picture)."""
+    page.click("g.node[data-path='core/registry']")
     page.wait_for_selector("#actor:not([hidden])")
-    page.screenshot(path=str(SCREENSHOT), full_page=True)
+    page.eval_on_selector("#tree-view", "view => { view.scrollTop = 0; }")
+    # Twenty seconds of history, so that the picture shows lines rather than dots.
+    page.wait_for_function("() => Number(document.querySelector('#chart-rates').dataset.samples) >= 20",
+                           timeout=40_000)
+    path = SCREENSHOT if os.environ.get("UPDATE_SCREENSHOT") == "1" else tmp_path / "dashboard.png"
+    png = page.screenshot(path=str(path), full_page=True)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert int.from_bytes(png[16:20], "big") == 1280   # the IHDR's width: the viewport's
 
 
-def node(page: Page, name: str) -> str:
-    return f"g.node[data-name='{name}']"
-
-
-def test_a_kill_in_the_tree_shows_the_restart(page: Page, dashboard: Any,
-                                              client: Callable[..., Client]) -> None:
-    client("dash-victim", clean=False)   # a persistent session: its actor is restarted
-    open_live(page, dashboard.url)
-    victim = node(page, "dash-victim")
-    page.wait_for_selector(victim)
-    restarts = int(page.get_attribute(victim, "data-restarts") or "-1")
-    assert "flash" not in (page.get_attribute(victim, "class") or "")
-    page.click(victim)
+def kill_from_the_tree(page: Page, row: str) -> int:
+    """Select ``row`` in the tree, kill it (accepting the question); its restarts before."""
+    page.wait_for_selector(row)
+    restarts = int(page.get_attribute(row, "data-restarts") or "-1")
+    assert "flash" not in (page.get_attribute(row, "class") or "")
+    page.click(row)
     page.wait_for_selector("#actor:not([hidden])")
-    assert page.inner_text("#actor-name").endswith("/dash-victim")
     page.once("dialog", lambda dialog: dialog.accept())
     page.click("#actor-kill")
-    page.wait_for_selector(f"{victim}.flash[data-restarts='{restarts + 1}']")
-    assert page.inner_text(f"{victim} .restarts") == str(restarts + 1)
+    return restarts
+
+
+def test_a_kill_in_the_tree_shows_the_restart(page: Page, url: str) -> None:
+    open_live(page, url)
+    sys_actor = "g.node[data-path='core/sys']"
+    restarts = kill_from_the_tree(page, sys_actor)
+    # The last child of a rest_for_one supervisor: it alone is restarted.
+    page.wait_for_selector(f"{sys_actor}.flash.alive[data-restarts='{restarts + 1}']")
+    assert page.text_content(f"{sys_actor} .restarts") == str(restarts + 1)
     assert page.inner_text("#actor-result") == "killed"
+    assert page.inner_text("#actor-name") == "core/sys"
     assert page.inner_text("#actor-restarts").startswith(str(restarts + 1))
+    assert "flash" not in (page.get_attribute("g.node[data-path='core/registry']", "class") or "")
 
 
-def test_a_kill_declined_kills_nothing(page: Page, dashboard: Any,
+def test_a_killed_session_flashes_its_supervisor(page: Page, url: str,
+                                                client: Callable[..., Client]) -> None:
+    client("dash-victim", clean=False)
+    open_live(page, url)
+    row = node(page, "dash-victim")
+    kill_from_the_tree(page, row)
+    path = page.inner_text("#actor-name")
+    shard = f"g.node[data-path='{path.rsplit('/', 1)[0]}']"
+    # The restarted actor finds its connection gone and leaves (the session hibernates):
+    # the restart shows on its supervisor, the row it had is gone.
+    page.wait_for_selector(f"{shard}.flash[data-children-restarts='1']")
+    page.wait_for_selector(row, state="detached")
+    assert page.get_attribute(shard, "data-restarts") == "0"
+
+
+def test_a_kill_declined_kills_nothing(page: Page, url: str,
                                        client: Callable[..., Client]) -> None:
     client("dash-spared", clean=False)
-    open_live(page, dashboard.url)
+    open_live(page, url)
     spared = node(page, "dash-spared")
     page.click(spared)
     page.once("dialog", lambda dialog: dialog.dismiss())
@@ -157,10 +187,10 @@ def rows(page: Page, panel: str) -> list[str]:
     return [text for text in page.locator(f"#{panel}-panel tbody tr").all_inner_texts()]
 
 
-def test_tables_search(page: Page, dashboard: Any, client: Callable[..., Client]) -> None:
+def test_tables_search(page: Page, url: str, client: Callable[..., Client]) -> None:
     for name in ("alpha-1", "alpha-2", "beta-1"):
         client(name, clean=name != "alpha-2")
-    open_live(page, dashboard.url)
+    open_live(page, url)
     for panel in ("clients", "sessions"):
         page.wait_for_function(
             "panel => [...document.querySelectorAll(`#${panel}-panel tbody tr`)]"
@@ -179,14 +209,14 @@ def test_tables_search(page: Page, dashboard: Any, client: Callable[..., Client]
         assert len(rows(page, panel)) >= 3
 
 
-def test_retained_browser_shows_payloads_as_text(page: Page, dashboard: Any,
+def test_retained_browser_shows_payloads_as_text(page: Page, url: str,
                                                  client: Callable[..., Client]) -> None:
     publisher = client("dash-retainer")
     markup = "<img src=x onerror=\"window.injected=1\"><b>bold</b>"
     publisher.publish("dash/a/one", markup.encode(), qos=1, retain=True)
     publisher.publish("dash/b/two", b"21.5", qos=1, retain=True)
     publisher.publish("other/three", b"3", qos=1, retain=True)
-    open_live(page, dashboard.url)
+    open_live(page, url)
     page.fill("#retained-filter", "dash/a/#")
     page.press("#retained-filter", "Enter")
     page.wait_for_function(
@@ -202,3 +232,25 @@ def test_retained_browser_shows_payloads_as_text(page: Page, dashboard: Any,
         "() => document.querySelectorAll('#retained-panel tbody tr').length === 2")
     topics = sorted(row.split("\t")[0] for row in rows(page, "retained"))
     assert topics == ["dash/a/one", "dash/b/two"]
+
+
+def test_the_page_asks_for_the_token_the_api_wants(page: Page, tmp_path: Path,
+                                                   start_broker: Callable[..., RunningBroker]
+                                                   ) -> None:
+    token = "dashboard-token-0123456789"
+    token_file = tmp_path / "token"
+    token_file.write_text(token + "\n")
+    broker = start_broker(broker_config(tmp_path / "auth", http_enabled=True, http_port=0,
+                                        http_token_file=str(token_file)))
+    page.goto(f"{broker.http_url}/")
+    page.wait_for_selector("#auth:not([hidden])")
+    assert page.get_attribute("#status", "data-state") == "auth"
+    page.fill("#auth-token", "not-the-token-0123456789")
+    page.click("#auth button")
+    page.wait_for_selector("#auth:not([hidden])")   # asked again
+    assert page.input_value("#auth-token") == ""
+    page.fill("#auth-token", token)
+    page.click("#auth button")
+    page.wait_for_selector("#status[data-state='live']")
+    page.wait_for_selector("g.node[data-path='core/registry']")
+    assert page.is_hidden("#auth")

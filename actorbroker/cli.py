@@ -1,9 +1,10 @@
-"""Command line: ``actorbroker serve | check-config FILE | passwd FILE USER | pipeline JOB | --version``.
+"""Command line: ``actorbroker serve | check-config FILE | passwd FILE USER | pipeline JOB | ctl ... | --version``.
 
 Top layer: may import everything in the package. Kept thin; each subcommand
 delegates to the module that does the work (configuration: actorbroker.config;
 the broker: actorbroker.app; credentials: actorbroker.auth; Spark jobs:
-actorbroker.pipeline.commands, which loads pyspark only when a job runs).
+actorbroker.pipeline.commands, which loads pyspark only when a job runs;
+the admin API client: actorbroker.ctl).
 ``serve`` runs
 until SIGTERM or SIGINT, which
 stop it gracefully (listeners first, then the supervision tree). It takes
@@ -26,6 +27,7 @@ from collections.abc import Iterable
 from typing import TextIO
 
 from actorbroker import __version__
+from actorbroker import ctl
 from actorbroker.config import SERVE_DATA_DIR, Config, check, describe, load
 from actorbroker.errors import ConfigError, InvalidConfigError
 from actorbroker.pipeline.commands import add_parser as add_pipeline_parser
@@ -77,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="PBKDF2 iterations (default 4096, RFC 7677's minimum)")
     passwd.add_argument("--delete", action="store_true", help="remove USER instead")
     add_pipeline_parser(sub)  # stdlib only: --help never starts Java
+    ctl.add_parser(sub)
     return parser
 
 
@@ -179,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
         return code
     if args.command == "passwd":
         return _passwd(args)
+    if args.command == "ctl":
+        return ctl.run(args)
     parser.print_help()
     return 2
 

@@ -286,8 +286,9 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
 
     def _discard(self) -> bool:
         """An operator deleted this session: end it as its expiry would (offline only)."""
-        if self._conn is not None or self._core.state is not SessionState.DISCONNECTED:
-            return False
+        if (self._retired or self._conn is not None
+                or self._core.state is not SessionState.DISCONNECTED):
+            return False  # retiring (hibernated: the keeper holds it now), or connected
         log.info("client %r: session deleted by an operator", self.client_id)
         self._run(self._core.expire(self._now()))
         if self._durability is not None:

@@ -84,23 +84,22 @@ async def _delete_session(ctx: OpsContext, client_id: str) -> dict[str, Any]:
         raise ApiError(404, f"no session for client id {client_id!r}")
     if _kick(ctx, client_id) and not await wait_for(lambda: client_id not in names.online):
         raise ApiError(409, f"client {client_id!r} is still connected")
-    # The session may hibernate meanwhile: ask whoever holds it then.
-    for _ in range(3):
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + SETTLE_TIMEOUT
+    # Whoever holds the name is asked: the actor, or the keeper once it hibernated (which
+    # may happen meanwhile: then the holder changes and the keeper is asked next).
+    while client_id in names.sessions:
+        if client_id in names.online or loop.time() > deadline:
+            raise ApiError(409, f"the session of {client_id!r} could not be ended "
+                                "(connected again?)")
+        holder = names.sessions.get(client_id)
         actor = session_actor(ctx, client_id)
         keeper = ctx.node.refs.keeper
         if actor is not None:
-            ended = await _ask(actor.actor_ref, DiscardSession())
-        elif client_id in names.sessions and keeper is not None:
-            ended = await _ask(keeper, ExpireSession(client_id))
-        else:
-            ended = client_id not in names.sessions
-        if ended:
-            break
-    else:
-        raise ApiError(409, f"the session of {client_id!r} could not be ended (connected "
-                            "again?)")
-    if not await wait_for(lambda: client_id not in names.sessions):
-        raise ApiError(409, f"the session of {client_id!r} ended but its name stayed")
+            await _ask(actor.actor_ref, DiscardSession())
+        elif keeper is not None:
+            await _ask(keeper, ExpireSession(client_id))
+        await wait_for(lambda: names.sessions.get(client_id) is not holder, timeout=0.5)
     return {"deleted": client_id}
 
 

@@ -47,9 +47,10 @@ class OpsContext:
             yield from list(listener.connections.values())
 
     def connection_of(self, client_id: str) -> MqttConnection | None:
-        """The open connection of ``client_id``, if any (the last one to CONNECT)."""
+        """The open connection of ``client_id``, if any (the last one to CONNECT; one
+        being closed does not count)."""
         found = None
         for conn in self.connections():
-            if conn.client_id == client_id:
+            if conn.client_id == client_id and not conn.closed:
                 found = conn if found is None or conn.conn_id > found.conn_id else found
         return found

@@ -51,6 +51,43 @@ MAX_BODY = 64 * 1024
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
+class _OneLinePerInterval(logging.Filter):
+    """aiohttp logs each malformed request with its traceback at ERROR: a flood of them
+    would flood the log. Let one line through per ``interval`` s, as a WARNING with the
+    parser's complaint, and count the rest into the next one."""
+
+    def __init__(self, interval: float = 5.0) -> None:
+        super().__init__()
+        self._interval = interval
+        self._next = 0.0
+        self._held = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        now = time.monotonic()
+        if now < self._next:
+            self._held += 1
+            return False
+        self._next = now + self._interval
+        why = record.exc_info[1] if record.exc_info else None
+        record.msg = "http: refused a request from %s: %s (%d more since the last line)"
+        detail = " ".join(str(why).split())[:200] if why else record.getMessage()
+        record.args = (_peer_of(record), detail, self._held)
+        record.exc_info = record.exc_text = None
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+        self._held = 0
+        return True
+
+
+def _peer_of(record: logging.LogRecord) -> str:
+    args = record.args if isinstance(record.args, tuple) else ()
+    return str(args[0]) if args else "?"
+
+
+#: What aiohttp logs about requests it could not parse (see _OneLinePerInterval).
+_parser_log = logging.getLogger("actorbroker.http.requests")
+_parser_log.addFilter(_OneLinePerInterval())
+
+
 def read_token(path: str) -> str:
     """The token: the file's first line, stripped. Raises ConfigError if unusable."""
     try:
@@ -172,7 +209,7 @@ async def open_http(ctx: OpsContext, config: HttpConfig) -> HttpListener:
     token = read_token(config.token_file) if config.token_file else None
     guard_ref: list[ConnectionGuard] = []
     app = build_app(ctx, TokenCheck(token), guard_ref)
-    runner = web.AppRunner(app, access_log=None, keepalive_timeout=15.0,
+    runner = web.AppRunner(app, access_log=None, keepalive_timeout=15.0, logger=_parser_log,
                            max_line_size=8190, max_field_size=8190, max_headers=64)
     await runner.setup()
     guard = ConnectionGuard(runner.server)  # type: ignore[arg-type]

@@ -125,6 +125,7 @@ export class TreeView {
     );
     const select = () => {
       this.selected = node.path;
+      this.onSelect(node);   // first: the details panel narrows the drawing
       this.update(this.root, Date.now());
     };
     g.addEventListener("click", select);

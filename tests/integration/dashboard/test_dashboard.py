@@ -20,9 +20,9 @@ from typing import Any
 
 from playwright.sync_api import Page
 
-from actorbroker.app import RunningBroker
+from actorbroker.app import Broker, RunningBroker
 
-from mqtt_testkit import Client, broker_config
+from mqtt_testkit import Client, RawClient, broker_config
 
 SCREENSHOT = Path(__file__).resolve().parents[3] / "docs" / "dashboard.png"
 
@@ -254,3 +254,64 @@ def test_the_page_asks_for_the_token_the_api_wants(page: Page, tmp_path: Path,
     page.wait_for_selector("#status[data-state='live']")
     page.wait_for_selector("g.node[data-path='core/registry']")
     assert page.is_hidden("#auth")
+
+
+def test_the_page_lives_through_a_core_restart(page: Page, url: str,
+                                               client: Callable[..., Client]) -> None:
+    open_live(page, url)
+    registry = "g.node[data-path='core/registry']"
+    restarts = kill_from_the_tree(page, registry)
+    # rest_for_one: the registry and every sibling after it start again; meanwhile the
+    # API may answer 503 ("the registry is restarting"), and the page carries on.
+    page.wait_for_selector(f"{registry}.flash[data-restarts='{restarts + 1}']")
+    client("after-the-restart")
+    page.wait_for_function(
+        "() => document.querySelector('#clients-panel tbody').textContent"
+        ".includes('after-the-restart')")
+    page.wait_for_selector("#status[data-state='live']")
+
+
+def test_a_broker_gone_shows_as_an_error(page: Page, tmp_path: Path) -> None:
+    config = broker_config(tmp_path, http_enabled=True, http_port=0)
+    with Broker.run_in_thread(config) as broker:
+        open_live(page, f"{broker.http_url}/")
+    page.wait_for_selector("#status[data-state='error']")
+
+
+def test_a_crowded_supervisor_shows_its_first_rows_then_all(page: Page, url: str,
+                                                           broker: RunningBroker) -> None:
+    # 120 sessions over 8 shards: some shard holds more than the 12 rows drawn at first.
+    raws = [RawClient(broker.host, broker.port) for _ in range(120)]
+    try:
+        for n, raw in enumerate(raws):
+            raw.connect(f"crowd-{n:03}")
+        open_live(page, url)
+        more = page.locator("#tree text.more").first
+        more.wait_for()
+        shard = more.get_attribute("data-parent")
+        hidden = int((more.text_content() or "").split()[0].lstrip("+"))
+        drawn = page.locator(f"g.node[data-path^='{shard}/']").count()
+        assert drawn == 12 and hidden > 0
+        more.click()
+        page.wait_for_function(
+            "([shard, count]) => document.querySelectorAll(`g.node[data-path^='${shard}/']`)"
+            ".length === count", arg=[shard, drawn + hidden])
+        assert page.locator(f"#tree text.more[data-parent='{shard}']").count() == 0
+    finally:
+        for raw in raws:
+            raw.close()
+
+
+def test_client_ids_are_shown_as_text(page: Page, url: str,
+                                      client: Callable[..., Client]) -> None:
+    hostile = "<img src=x onerror=window.injected=1>"
+    client(hostile)
+    open_live(page, url)
+    page.wait_for_function(
+        "id => document.querySelector('#clients-panel tbody').textContent.includes(id)",
+        arg=hostile)
+    page.wait_for_function(
+        "id => [...document.querySelectorAll('#tree g.node')].some(g => g.dataset.name === id)",
+        arg=hostile)
+    assert page.locator("#clients-panel img, #sessions-panel img, #tree img").count() == 0
+    assert page.evaluate("window.injected") is None

@@ -72,6 +72,7 @@ statecharts: venv
 
 docs: statecharts
 	$(BIN)/python -m actorbroker.config --write
+	$(BIN)/python -m actorbroker.ops.docs --write
 
 bench: sysdeps venv
 	$(BIN)/python -m bench

@@ -41,6 +41,8 @@ const tree = new TreeView($("#tree"), showActor);
 const clients = new SearchTable($("#clients-panel"), ["client_id", "peer", "protocol_level"]);
 const sessions = new SearchTable($("#sessions-panel"),
   ["client_id", "state", "clean_session", "queued", "inflight", "hibernated"]);
+const busiest = new SearchTable($("#top-panel"),
+  ["client_id", "packets_in", "packets_out", "bytes_in", "bytes_out"]);
 const retained = new SearchTable($("#retained-panel"), ["topic", "qos", "payload_bytes", "payload"]);
 
 let retainedFilter = "#";  // the filter last submitted (the timer does not browse half-typed ones)
@@ -72,6 +74,7 @@ function drawCharts() {
 async function pollStats() {
   const stats = await get("stats");
   ring.push(Date.now(), figures(stats));
+  busiest.set(stats.top || [], (stats.top || []).length);
   if (stats.node) $("#node-name").textContent = stats.node;
   if (Number.isFinite(stats.uptime)) $("#uptime").textContent = `up ${formatUptime(stats.uptime)}`;
   drawCharts();

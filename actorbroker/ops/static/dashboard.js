@@ -1,7 +1,7 @@
 // The dashboard page: polls the admin API, keeps the last minutes of figures in
 // a ring for the charts, draws the supervision tree, fills the tables.
 
-import { get, post, setToken, Unauthorized } from "./api.js";
+import { ApiError, get, post, setToken, Unauthorized } from "./api.js";
 import { LineChart } from "./chart.js";
 import { Ring } from "./ring.js";
 import { SearchTable } from "./table.js";
@@ -99,11 +99,26 @@ async function pollTables() {
   sessions.set(kept.sessions, kept.total);
 }
 
+// A filter the API refuses (not a valid filter) is said in the panel, not as the page's state.
 async function browseRetained() {
   const filter = retainedFilter;
-  const answer = await get(`retained?filter=${encodeURIComponent(filter)}`);
-  retained.set(answer.retained, answer.total);
+  const problem = $("#retained-error");
+  try {
+    const answer = await get(`retained?filter=${encodeURIComponent(filter)}`);
+    retained.set(answer.retained, answer.total);
+    problem.textContent = "";
+  } catch (error) {
+    if (!(error instanceof ApiError)) throw error;
+    retained.set([], 0);
+    problem.textContent = error.message;
+  }
   showLevels(filter);
+}
+
+function submitFilter(filter) {
+  $("#retained-filter").value = filter;
+  retainedFilter = filter || "#";
+  browseRetained().catch(failed);
 }
 
 // The filter's levels as links: a click browses everything under that level.
@@ -124,10 +139,16 @@ function showLevels(filter) {
   nav.replaceChildren(...links);
 }
 
+// node: the selected actor in the latest tree, or {path, gone: true} once it left it.
 function showActor(node) {
   const panel = $("#actor");
   panel.hidden = false;
   panel.dataset.path = node.path;
+  $("#actor-kill").disabled = Boolean(node.gone);
+  if (node.gone) {
+    $("#actor-alive").textContent = "gone from the tree";
+    return;
+  }
   $("#actor-name").textContent = node.path || "root";
   $("#actor-kind").textContent = `${node.actor} (${node.kind})`;
   $("#actor-mailbox").textContent = String(node.mailbox);
@@ -142,8 +163,10 @@ async function killSelected() {
   if (!node || !confirm(`Kill ${node.path || "root"}? Its supervisor restarts it.`)) return;
   const result = $("#actor-result");
   try {
-    // The path's slashes stay: the route takes the rest of the URL as the path.
-    await post(`actors/${node.path.split("/").map(encodeURIComponent).join("/")}/kill`);
+    // The path's slashes stay: the route takes the rest of the URL as the path. The
+    // root's path is empty: it goes by its name (and the broker refuses to kill it).
+    const target = node.path || node.name;
+    await post(`actors/${target.split("/").map(encodeURIComponent).join("/")}/kill`);
     result.textContent = "killed";
     await pollTree();
   } catch (error) {
@@ -151,7 +174,7 @@ async function killSelected() {
   }
 }
 
-// Each poller runs again INTERVAL after its last answer, never two at once.
+// Each poller runs again `interval` ms after its last answer, never two at once.
 function every(interval, poll) {
   const run = async () => {
     if (!waitingForToken) {
@@ -173,12 +196,6 @@ $("#auth").addEventListener("submit", (event) => {
   waitingForToken = false;
   status("starting", "connecting…");
 });
-function submitFilter(filter) {
-  $("#retained-filter").value = filter;
-  retainedFilter = filter || "#";
-  browseRetained().catch(failed);
-}
-
 $("#retained-form").addEventListener("submit", (event) => {
   event.preventDefault();
   submitFilter($("#retained-filter").value.trim());

@@ -93,8 +93,8 @@ export class TreeView {
       if (row.node) svg.append(this.drawNode(row, now, width, [colMailbox, colRestarts, colChildren], maxMailbox));
       else svg.append(this.drawMore(row));
     });
-    if (this.selected !== null && this.nodes.has(this.selected)) {
-      this.onSelect(this.nodes.get(this.selected));
+    if (this.selected !== null) {
+      this.onSelect(this.nodes.get(this.selected) || { path: this.selected, gone: true });
     }
   }
 

@@ -169,6 +169,16 @@ def test_a_killed_session_flashes_its_supervisor(page: Page, url: str,
     page.wait_for_selector(f"{shard}.flash[data-children-restarts='1']")
     page.wait_for_selector(row, state="detached")
     assert page.get_attribute(shard, "data-restarts") == "0"
+    assert page.inner_text("#actor-alive") == "gone from the tree"
+    assert page.is_disabled("#actor-kill")
+
+
+def test_the_root_cannot_be_killed_and_the_page_says_why(page: Page, url: str) -> None:
+    open_live(page, url)
+    kill_from_the_tree(page, "g.node[data-path='']")
+    page.wait_for_function("() => document.querySelector('#actor-result').textContent !== ''")
+    assert page.inner_text("#actor-result").startswith("HTTP 403: the root supervisor")
+    assert page.get_attribute("g.node[data-path='']", "data-restarts") == "0"
 
 
 def test_a_kill_declined_kills_nothing(page: Page, url: str,
@@ -236,6 +246,12 @@ def test_retained_browser_shows_payloads_as_text(page: Page, url: str,
         "() => document.querySelectorAll('#retained-panel tbody tr').length === 2")
     topics = sorted(row.split("\t")[0] for row in rows(page, "retained"))
     assert topics == ["dash/a/one", "dash/b/two"]
+    # A filter the broker refuses is said in the panel; the page stays live.
+    page.fill("#retained-filter", "dash/#/a")
+    page.press("#retained-filter", "Enter")
+    page.wait_for_selector("#retained-error:has-text('not a valid topic filter')")
+    assert rows(page, "retained") == []
+    assert page.get_attribute("#status", "data-state") == "live"
 
 
 def test_the_page_asks_for_the_token_the_api_wants(page: Page, tmp_path: Path,

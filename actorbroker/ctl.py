@@ -7,7 +7,7 @@
         sessions [--prefix P]
         retained [--filter F]
         tree             the supervision tree with mailboxes and restarts
-        top [--interval S] [--iterations N]   the busiest clients, redrawn in place
+        top [--interval S] [--iterations N]   the busiest clients and topics, redrawn in place
 
 It speaks HTTP with urllib (no dependency): a plain client of the API of
 docs/operations.md. Exit codes: 0 done, 1 the broker answered with an
@@ -58,7 +58,7 @@ def add_parser(sub: Any) -> None:
     retained = commands.add_parser("retained", help="list retained messages")
     retained.add_argument("--filter", default="#")
     commands.add_parser("tree", help="the supervision tree")
-    top = commands.add_parser("top", help="the busiest clients, redrawn in place")
+    top = commands.add_parser("top", help="the busiest clients and topics, redrawn in place")
     top.add_argument("--interval", type=float, default=1.0)
     top.add_argument("--iterations", type=int, default=0, help="stop after N (0: never)")
 
@@ -126,6 +126,11 @@ def _top_screen(stats: dict[str, Any]) -> list[str]:
                      f"{row['bytes_out']:>12.0f}")
     if not stats["top"]:
         lines.append("(no client sent or received anything in the last second)")
+    lines += ["", f"{'TOPIC':<60} {'MSGS/S':>10}"]
+    for row in stats["top_topics"]:
+        lines.append(f"{row['topic'][:60]:<60} {row['messages_per_s']:>10.1f}")
+    if not stats["top_topics"]:
+        lines.append("(no topic busy enough for a topic actor in the last second)")
     return lines
 
 

@@ -76,12 +76,12 @@ def broker_config(tmp_path: Path | None = None, **options: Any) -> Config:
         changes.setdefault(section_name, {})[name] = value
     config = Config(listeners=tuple(listeners))
     sections: dict[str, Any] = {}
-    for section, values in changes.items():
-        if section == "listeners":
+    for part, values in changes.items():
+        if part == "listeners":
             first, *rest = config.listeners
-            sections[section] = (dataclasses.replace(first, **values), *rest)
+            sections[part] = (dataclasses.replace(first, **values), *rest)
         else:
-            sections[section] = dataclasses.replace(getattr(config, section), **values)
+            sections[part] = dataclasses.replace(getattr(config, part), **values)
     return dataclasses.replace(config, **sections)
 
 

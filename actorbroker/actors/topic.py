@@ -72,6 +72,8 @@ class TopicActor(LoopActor):
         self._shared = SharedSlots(shared, node.settings.shared_strategy)
         self._busy = False  # a publish since the last idle check
         self._timer: Any = None
+        #: Messages published to the topic through this actor (the busiest-topics view).
+        self.published = 0
 
     @property
     def subscribers(self) -> dict[str, int]:
@@ -103,6 +105,7 @@ class TopicActor(LoopActor):
 
     def _publish(self, messages: tuple[AppMessage, ...], credit: ReadCredit | None) -> None:
         self._busy = True
+        self.published += len(messages)
         if self._shared.groups:
             self._publish_shared(messages)
         if self._subs:

@@ -25,7 +25,7 @@ from aiohttp import web
 
 from actorbroker.actors import RegistryActor
 from actorbroker.routing import is_valid_topic_filter
-from supervisors import actor_of
+from supervisors import actor_of, mailbox_depth
 
 from .context import OpsContext
 from .snapshot import stats_json, take
@@ -128,7 +128,7 @@ def client_detail(ctx: OpsContext, client_id: str) -> dict[str, Any]:
         will=None if core.will is None else {
             "topic": core.will.topic, "qos": core.will.qos, "retain": core.will.retain,
             "payload_bytes": len(core.will.payload)},
-        mailbox=actor.actor_inbox.depth(),
+        mailbox=mailbox_depth(actor.actor_ref),
     )
     return view
 

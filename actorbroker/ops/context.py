@@ -7,7 +7,7 @@ and the listeners are looked up at each request (a restart replaces them).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +28,7 @@ class ListenerView:
 
     name: str
     stats: TransportStats
-    connections: dict[int, MqttConnection] | Any  # a read-only mapping
+    connections: Mapping[int, MqttConnection]
 
 
 @dataclass(slots=True)

@@ -10,7 +10,7 @@ and docs/operations.md's metrics table is rendered from the same rows
 Per-client figures would need a label per client id, which Prometheus
 cannot afford with thousands of clients: the busiest ``TOP_N`` clients are
 exported under a fixed ``rank`` label (1..N) instead, their client id in
-``actorbroker_top_client_info``.
+``actorbroker_top_client_info``; the busiest topics likewise.
 """
 
 from __future__ import annotations
@@ -111,6 +111,14 @@ def _top_info(s: Snapshot) -> Samples:
     return [((str(rank), cid), 1.0) for rank, (cid, _rates) in enumerate(s.top, 1)]
 
 
+def _top_topics(s: Snapshot) -> Samples:
+    return [((str(rank),), rate) for rank, (_topic, rate) in enumerate(s.top_topics, 1)]
+
+
+def _top_topic_info(s: Snapshot) -> Samples:
+    return [((str(rank), topic), 1.0) for rank, (topic, _rate) in enumerate(s.top_topics, 1)]
+
+
 def _storage(key: str) -> Callable[[Snapshot], Samples]:
     return lambda s: [((), float(s.storage[key]))] if key in s.storage else []
 
@@ -206,6 +214,10 @@ METRICS: tuple[Metric, ...] = (
            "Bytes per second of the N busiest clients", ("rank", "direction"), _top(2)),
     Metric("actorbroker_top_client_info", "gauge",
            "Always 1: which client holds each rank now", ("rank", "client_id"), _top_info),
+    Metric("actorbroker_top_topic_messages_per_second", "gauge",
+           "Messages per second published to the N busiest topics", ("rank",), _top_topics),
+    Metric("actorbroker_top_topic_info", "gauge",
+           "Always 1: which topic holds each rank now", ("rank", "topic"), _top_topic_info),
     Metric("actorbroker_http_connections_refused_total", "counter",
            "HTTP connections refused (too many) or closed (no request in time)", ("reason",),
            lambda s: [((reason,), float(n)) for reason, n in sorted(s.http.items())]),

@@ -8,7 +8,9 @@ the loop was busy with other callbacks: that delay is observed into
 (:func:`actorbroker.actors.figures.counters`) and keeps their per-second
 change, for ``/api/v1/stats`` and ``ctl top``: every poller sees the same
 rates, whoever polled last. Per-client rates (the top talkers) come from
-the transport's per-connection counters, diffed the same way.
+the transport's per-connection counters, diffed the same way; per-topic
+rates from the topic actors' ``published`` counts (a busy topic is a hot
+one: it has a topic actor; a cold topic's few messages are not counted).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 from actorbroker.actors import Node
 from actorbroker.actors.figures import counters
+from supervisors import actor_of
 
 __all__ = ["RATES", "Sampler"]
 
@@ -44,6 +47,9 @@ class Sampler:
         self.rates: dict[str, float] = dict.fromkeys(RATES, 0.0)
         #: client id -> (packets in, packets out, bytes in, bytes out) per second.
         self.client_rates: dict[str, tuple[float, float, float, float]] = {}
+        self._last_topics: dict[str, int] = {}
+        #: topic -> messages published per second (hot topics).
+        self.topic_rates: dict[str, float] = {}
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -87,7 +93,24 @@ class Sampler:
             rates[client_id] = (ins, outs, bytes_in, bytes_out)
         self._last_clients = clients
         self.client_rates = rates
+        topics: dict[str, int] = {}
+        topic_rates: dict[str, float] = {}
+        for topic, ref in list(self._node.names.topics.items()):
+            actor = actor_of(ref)
+            published = getattr(actor, "published", None)
+            if published is None:
+                continue  # not started yet, or gone
+            topics[topic] = published
+            topic_rates[topic] = max(0, published - self._last_topics.get(topic, published)) / seconds
+        self._last_topics = topics
+        self.topic_rates = topic_rates
 
     def top(self, n: int) -> list[tuple[str, tuple[float, float, float, float]]]:
         """The ``n`` clients with the most packets in + out per second, busiest first."""
-        return heapq.nlargest(n, self.client_rates.items(), key=lambda kv: kv[1][0] + kv[1][1])
+        busy = ((cid, r) for cid, r in self.client_rates.items() if r[0] + r[1] > 0)
+        return heapq.nlargest(n, busy, key=lambda kv: kv[1][0] + kv[1][1])
+
+    def top_topics(self, n: int) -> list[tuple[str, float]]:
+        """The ``n`` topics with the most messages published per second, busiest first."""
+        busy = ((topic, rate) for topic, rate in self.topic_rates.items() if rate > 0)
+        return heapq.nlargest(n, busy, key=lambda kv: kv[1])

@@ -41,6 +41,7 @@ class Snapshot:
     refused_by: dict[str, int]
     rates: dict[str, float]
     top: list[tuple[str, tuple[float, float, float, float]]]
+    top_topics: list[tuple[str, float]]
     tree: TreeNode | None
     http: dict[str, int] = field(default_factory=dict)
 
@@ -64,6 +65,7 @@ async def take(ctx: OpsContext, *, with_tree: bool = True, tree_limit: int = 100
         refused_by=dict(getattr(stats, "refused_by", {})),
         rates=dict(ctx.sampler.rates),
         top=ctx.sampler.top(TOP_N),
+        top_topics=ctx.sampler.top_topics(TOP_N),
         tree=tree,
         http=dict(http or {}),
     )
@@ -110,6 +112,8 @@ def stats_json(snap: Snapshot) -> dict[str, Any]:
         "top": [{"client_id": cid, "packets_in": round(r[0], 2), "packets_out": round(r[1], 2),
                  "bytes_in": round(r[2], 2), "bytes_out": round(r[3], 2)}
                 for cid, r in snap.top],
+        "top_topics": [{"topic": topic, "messages_per_s": round(rate, 2)}
+                       for topic, rate in snap.top_topics],
     }
     if snap.tree is not None:
         nodes = flatten(snap.tree)

@@ -4,8 +4,9 @@
 (``ask(block=False)``, awaited: never blocking the loop; siblings are asked
 at once) and reads each actor's mailbox depth on the loop thread. A node is
 ``{name, path, kind, actor, mailbox, restarts, alive, children}``; a
-supervisor also gets ``restarts_total`` (children it restarted, ever) and
-``children_total``. A sharded supervisor of sessions can hold thousands of
+supervisor also gets ``restarts_total`` (children it restarted, ever),
+``children_total`` and ``busy`` (it did not answer within ``ASK_TIMEOUT``:
+it is restarting children, and answers requests only afterwards). A sharded supervisor of sessions can hold thousands of
 children: at most ``limit`` of each supervisor's children are listed, the
 busiest mailboxes first (``children_total`` says how many there are).
 
@@ -27,6 +28,8 @@ __all__ = ["TreeNode", "find", "flatten", "walk"]
 
 #: Children listed per supervisor unless the caller asks otherwise.
 DEFAULT_LIMIT = 100
+#: A supervisor busy restarting children answers requests only afterwards: not waited for.
+ASK_TIMEOUT = 2.0
 
 
 @dataclass(slots=True)
@@ -42,6 +45,7 @@ class TreeNode:
     restarts: int = 0              # times its supervisor restarted it
     restarts_total: int = 0        # a supervisor: children it restarted, ever
     children_total: int = 0
+    busy: bool = False             # a supervisor that did not answer in time (children unknown)
     children: list[TreeNode] = field(default_factory=list)
 
     @property
@@ -58,6 +62,7 @@ class TreeNode:
         if self.kind == "supervisor":
             out["restarts_total"] = self.restarts_total
             out["children_total"] = self.children_total
+            out["busy"] = self.busy
         return out
 
 
@@ -71,10 +76,13 @@ async def walk(root: ActorRef[Any], *, limit: int = DEFAULT_LIMIT) -> TreeNode:
 
 async def _fill(node: TreeNode, ref: ActorRef[Any], limit: int) -> None:
     try:
-        infos = await which_children(ref)
-        counts = await count_children(ref)
+        infos = await asyncio.wait_for(which_children(ref), ASK_TIMEOUT)
+        counts = await asyncio.wait_for(count_children(ref), ASK_TIMEOUT)
     except ActorDeadError:
         return  # it died while we asked: shown without children
+    except asyncio.TimeoutError:
+        node.busy = True  # restarting its children (the core folding a long log): no answer yet
+        return
     node.restarts_total = counts.restarts
     node.children_total = len(infos)
     children = []

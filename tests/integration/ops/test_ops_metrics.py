@@ -10,6 +10,7 @@ from mqtt_testkit import Client
 from ops_testkit import scrape
 
 from actorbroker.app import RunningBroker
+from actorbroker.ops.prometheus import METRICS
 
 
 def _value(samples: dict[tuple[str, ...], float], name: str, *labels: str) -> float:
@@ -81,12 +82,19 @@ def test_counters_move_by_what_the_clients_did_while_a_load_runs(
         assert _value(after, "actorbroker_supervisor_restarts_total", "supervisor=core") == 0
         assert _value(after, "actorbroker_event_loop_lag_seconds_count") > 0
         assert ("actorbroker_info", "node=test", "version=0.1.0") in after
+        # Every metric of the table is exported (those without a sample yet aside).
+        names = {key[0] for key in after}
+        for metric in METRICS:
+            if metric.name.startswith("actorbroker_top_") or "dropped" in metric.name:
+                continue  # no sample until a client is busy in a sampled second, or a drop
+            sample = metric.name + ("_count" if metric.kind == "histogram" else "")
+            assert sample in names, sample
     finally:
         pub.close()
         sub.close()
 
 
-def test_the_busiest_client_has_rank_one_without_a_label_per_client(
+def test_the_busiest_client_and_topic_have_rank_one_without_a_label_each(
         ops_broker: Callable[..., RunningBroker]) -> None:
     broker = ops_broker(data_dir=None)
     url = broker.http_url
@@ -94,18 +102,24 @@ def test_the_busiest_client_has_rank_one_without_a_label_per_client(
     busy = Client(broker.host, broker.port, "busy")
     try:
         assert quiet.connect().rc == 0 and busy.connect().rc == 0
+        quiet.subscribe("chatter", 0)
+        quiet.subscribe("whisper", 0)
+        busy.publish("whisper", b"once")
         deadline = time.monotonic() + 10
         while True:  # the rates are per second: publish until a sample has seen it
             for _ in range(50):
                 busy.publish("chatter", b"z" * 50, qos=1)
             samples = scrape(url)
-            if ("actorbroker_top_client_info", "client_id=busy", "rank=1") in samples:
+            if (("actorbroker_top_client_info", "client_id=busy", "rank=1") in samples
+                    and ("actorbroker_top_topic_info", "rank=1", "topic=chatter") in samples):
                 break
-            assert time.monotonic() < deadline, "busy never ranked first"
+            assert time.monotonic() < deadline, "busy/chatter never ranked first"
         assert _value(samples, "actorbroker_top_client_packets_per_second",
                       "direction=in", "rank=1") > 0
+        assert _value(samples, "actorbroker_top_topic_messages_per_second", "rank=1") > 0
         assert not any("client_id=busy" in key for key in samples
                        if key[0] != "actorbroker_top_client_info")
+        assert not any("topic=whisper" in key for key in samples)  # one message: not busy
     finally:
         busy.close()
         quiet.close()

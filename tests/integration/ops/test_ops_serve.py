@@ -53,7 +53,7 @@ def test_ctl_against_a_served_broker(tmp_path: Path, serve: list[Serve]) -> None
         assert tree.returncode == 0 and "registry" in tree.stdout and "StorageActor" in tree.stdout
         top = ctl(url, "top", "--iterations", "2", "--interval", "0.1")
         assert top.returncode == 0 and top.stdout.count("\x1b[H\x1b[2J") == 2
-        assert "CLIENT" in top.stdout and "msgs/s in" in top.stdout
+        assert "CLIENT" in top.stdout and "TOPIC" in top.stdout and "msgs/s in" in top.stdout
         assert ctl(url, "sessions").stdout.splitlines()[-1] == "1 session(s)"
         assert ctl(url, "retained").stdout.splitlines()[-1] == "0 retained message(s)"
         kicked = ctl(url, "kick", "ctl-sub")

@@ -43,6 +43,7 @@ const sessions = new SearchTable($("#sessions-panel"),
   ["client_id", "state", "clean_session", "queued", "inflight", "hibernated"]);
 const busiest = new SearchTable($("#top-panel"),
   ["client_id", "packets_in", "packets_out", "bytes_in", "bytes_out"]);
+const busiestTopics = new SearchTable($("#top-topics-panel"), ["topic", "messages_per_s"]);
 const retained = new SearchTable($("#retained-panel"), ["topic", "qos", "payload_bytes", "payload"]);
 
 let retainedFilter = "#";  // the filter last submitted (the timer does not browse half-typed ones)
@@ -75,6 +76,7 @@ async function pollStats() {
   const stats = await get("stats");
   ring.push(Date.now(), figures(stats));
   busiest.set(stats.top || [], (stats.top || []).length);
+  busiestTopics.set(stats.top_topics || [], (stats.top_topics || []).length);
   if (stats.node) $("#node-name").textContent = stats.node;
   if (Number.isFinite(stats.uptime)) $("#uptime").textContent = `up ${formatUptime(stats.uptime)}`;
   drawCharts();

@@ -6,8 +6,8 @@
 // one gone at once (a session whose client left).
 //
 // Nodes are /api/v1/tree's {name, path, kind, actor, mailbox, restarts, alive,
-// children}, supervisors with restarts_total and children_total (the broker
-// lists the busiest children of a large supervisor only).
+// children}, supervisors with restarts_total, children_total (the broker lists
+// the busiest children of a large supervisor only) and busy.
 
 const SVG = "http://www.w3.org/2000/svg";
 const ROW = 22;
@@ -101,6 +101,7 @@ export class TreeView {
   drawNode(row, now, width, [colMailbox, colRestarts, colChildren], maxMailbox) {
     const { node } = row;
     const classes = ["node", node.kind, node.alive ? "alive" : "dead"];
+    if (node.busy) classes.push("busy");
     if (this.flashing.has(node.path)) classes.push("flash");
     if (node.path === this.selected) classes.push("selected");
     const g = el("g", {
@@ -111,7 +112,9 @@ export class TreeView {
     const share = (node.mailbox || 0) / maxMailbox;
     // The actor's class follows its name in the same text, so it needs no measuring.
     const label = el("text", { x: row.x + 10, y: row.y + 4 });
-    label.append(el("tspan", { class: "name" }, node.name), el("tspan", { class: "actor", dx: 8 }, node.actor || ""));
+    label.append(el("tspan", { class: "name" }, node.name), el("tspan", { class: "actor", dx: 8 },
+      // A supervisor that did not answer in time is restarting its children: none known.
+      node.busy ? `${node.actor} (busy restarting, children unknown)` : node.actor || ""));
     g.append(
       el("rect", { class: "band", x: 0, y: row.y - ROW / 2, width, height: ROW }),
       // A bar for the mailbox (square root: a few busy actors do not flatten the rest).

@@ -103,10 +103,13 @@ def test_charts_follow_a_live_load(page: Page, url: str, broker: RunningBroker, 
         wait_legend_above(page, "connections", "connected", 1.5)  # subscriber and publisher
         # QoS 1 with the commit log: each message waited for a group commit's sync.
         wait_legend_above(page, "fsync", "fsync_mean", 0)
-        # The busiest clients: the publisher first or second, with packets coming in.
+        # The busiest clients and topics: the publisher and its topic, with messages moving.
         page.wait_for_function(
             "() => [...document.querySelectorAll('#top-panel tbody tr')].some("
             "tr => tr.cells[0].textContent === 'dash-load' && Number(tr.cells[1].textContent) > 0)")
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('#top-topics-panel tbody tr')].some("
+            "tr => tr.cells[0].textContent === 'load/a' && Number(tr.cells[1].textContent) > 0)")
         screenshot(page, tmp_path)
     for chart, (count, image) in before.items():
         page.wait_for_function(

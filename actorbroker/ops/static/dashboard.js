@@ -203,6 +203,10 @@ $("#retained-form").addEventListener("submit", (event) => {
   submitFilter($("#retained-filter").value.trim());
 });
 $("#actor-kill").addEventListener("click", killSelected);
+$("#tree-hide-empty").addEventListener("change", (event) => {
+  tree.hideEmpty = event.target.checked;
+  if (tree.root) tree.update(tree.root, Date.now());
+});
 window.addEventListener("resize", drawCharts);
 
 every(STATS_MS, pollStats);

@@ -15,6 +15,12 @@ const INDENT = 18;
 const SHOWN_CHILDREN = 12;   // a supervisor with more children shows this many, then "+N more"
 const FLASH_MS = 6000;
 
+// A supervisor with no child and no restart, and not busy: nothing to see in it.
+function idle(node) {
+  return node.kind === "supervisor" && !node.busy && !node.children_total && !node.restarts
+    && !node.restarts_total;
+}
+
 function el(name, attrs, text) {
   const node = document.createElementNS(SVG, name);
   for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, value);
@@ -30,6 +36,7 @@ export class TreeView {
     this.flashing = new Map();    // path -> time its flash ends
     this.expanded = new Set();    // paths of supervisors shown with all their children
     this.selected = null;         // path of the actor shown in the details panel
+    this.hideEmpty = true;        // idle supervisors counted, not drawn (see rows)
     this.root = null;
     this.nodes = new Map();       // path -> node, of the latest tree
   }
@@ -43,6 +50,8 @@ export class TreeView {
   }
 
   // Flatten the tree into rows, starting flashes, remembering every node by path.
+  // With hideEmpty, supervisors without children and restarts (most shards of an
+  // idle broker) are counted under their parent instead of drawn.
   rows(root, now) {
     const rows = [];
     const seen = new Map();   // only the actors of this tree: a long-open page does not grow
@@ -52,12 +61,18 @@ export class TreeView {
       if (this.restarted(node, seen)) this.flashing.set(node.path, now + FLASH_MS);
       const row = { node, depth, parent };
       rows.push(row);
-      const children = node.children || [];
+      const listed = node.children || [];
+      const children = this.hideEmpty ? listed.filter((child) => !idle(child)) : listed;
+      const empty = listed.length - children.length;
+      // Hidden, yet watched: one that restarts a child stops being idle and shows, flashing.
+      listed.filter((child) => !children.includes(child)).forEach((child) => this.restarted(child, seen));
       const limit = this.expanded.has(node.path) ? children.length : SHOWN_CHILDREN;
       children.slice(0, limit).forEach((child) => visit(child, depth + 1, row));
       const hidden = children.length - Math.min(limit, children.length);
-      const unlisted = (node.children_total || children.length) - children.length;
-      if (hidden > 0 || unlisted > 0) rows.push({ hidden, unlisted, path: node.path, depth: depth + 1, parent: row });
+      const unlisted = (node.children_total || listed.length) - listed.length;
+      if (hidden > 0 || unlisted > 0 || empty > 0) {
+        rows.push({ hidden, unlisted, empty, path: node.path, depth: depth + 1, parent: row });
+      }
     };
     visit(root, 0, null);
     this.seen = seen;
@@ -140,6 +155,7 @@ export class TreeView {
     const parts = [];
     if (row.hidden) parts.push(`+${row.hidden} more`);
     if (row.unlisted) parts.push(`${row.unlisted} quieter not listed`);
+    if (row.empty) parts.push(`${row.empty} empty supervisor${row.empty > 1 ? "s" : ""} hidden`);
     const more = el("text", { x: row.x, y: row.y + 4, class: row.hidden ? "more" : "unlisted",
       "data-parent": row.path }, parts.join(" · "));
     if (row.hidden) {

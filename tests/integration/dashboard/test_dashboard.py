@@ -338,3 +338,18 @@ def test_client_ids_are_shown_as_text(page: Page, url: str,
         arg=hostile)
     assert page.locator("#clients-panel img, #sessions-panel img, #tree img").count() == 0
     assert page.evaluate("window.injected") is None
+
+
+def test_empty_supervisors_are_counted_until_asked_for(page: Page, url: str,
+                                                       client: Callable[..., Client]) -> None:
+    client("dash-one")
+    open_live(page, url)
+    page.wait_for_selector(node(page, "dash-one"))
+    shards = "g.node.supervisor[data-path^='core/sessions/']"
+    # Eight session shards, one holding the client: the other seven are a count.
+    assert page.locator(shards).count() == 1
+    assert page.locator("#tree text[data-parent='core/sessions']").text_content() == (
+        "7 empty supervisors hidden")
+    page.uncheck("#tree-hide-empty")
+    assert page.locator(shards).count() == 8
+    assert page.locator("#tree text[data-parent='core/sessions']").count() == 0

@@ -3,6 +3,7 @@
 // value, so a reader (and a test) sees the figures without reading pixels.
 
 const PAD = { left: 48, right: 8, top: 8, bottom: 20 };
+const GAP_MS = 5000;   // samples further apart than this are not joined
 
 // The smallest "round" number (1, 2, 5 times a power of ten) not below value.
 function niceCeiling(value) {
@@ -111,11 +112,13 @@ export class LineChart {
       let pen = false;
       ring.rows.forEach((row, i) => {
         const v = row[s.key];
-        // A gap in the data (no figure, or a sample before the window) lifts the pen.
+        // A gap in the data lifts the pen: no figure, a sample before the window, or
+        // polls missed (a background tab's timers slowed, the broker unreachable).
         if (!Number.isFinite(v) || ring.times[i] < start) {
           pen = false;
           return;
         }
+        if (i > 0 && ring.times[i] - ring.times[i - 1] > GAP_MS) pen = false;
         const px = x(ring.times[i]);
         const py = y(v);
         if (pen) ctx.lineTo(px, py);

@@ -38,14 +38,16 @@ const charts = [
 ];
 
 const tree = new TreeView($("#tree"), showActor);
-const clients = new SearchTable($("#clients-panel"), ["client_id", "peer", "protocol_level"]);
+const pick = (row) => showClient(row.client_id);
+const clients = new SearchTable($("#clients-panel"), ["client_id", "peer", "protocol_level"], pick);
 const sessions = new SearchTable($("#sessions-panel"),
-  ["client_id", "state", "clean_session", "queued", "inflight", "hibernated"]);
+  ["client_id", "state", "clean_session", "queued", "inflight", "hibernated"], pick);
 const busiest = new SearchTable($("#top-panel"),
   ["client_id", "packets_in", "packets_out", "bytes_in", "bytes_out"]);
 const busiestTopics = new SearchTable($("#top-topics-panel"), ["topic", "messages_per_s"]);
 const retained = new SearchTable($("#retained-panel"), ["topic", "qos", "payload_bytes", "payload"]);
 
+let pickedClient = null;   // the client whose session is shown, refreshed with the tables
 let retainedFilter = "#";  // the filter last submitted (the timer does not browse half-typed ones)
 let waitingForToken = false;
 
@@ -99,6 +101,53 @@ async function pollTables() {
   const [online, kept] = await Promise.all([get("clients?state=online"), get("sessions")]);
   clients.set(online.clients, online.total);
   sessions.set(kept.sessions, kept.total);
+  if (pickedClient !== null) await loadClient();
+}
+
+function showClient(clientId) {
+  pickedClient = clientId;
+  $("#client-panel").hidden = false;
+  $("#client-id").textContent = clientId;
+  loadClient().catch(failed);
+}
+
+function describe(key, value) {
+  if (key === "last_seen") return new Date(value * 1000).toLocaleString();
+  if (key === "will") return value ? `${value.topic} (QoS ${value.qos}${value.retain ? ", retained" : ""}, ${value.payload_bytes} bytes)` : "none";
+  if (typeof value === "boolean") return value ? "yes" : "no";
+  return String(value);
+}
+
+// One client's session (GET /api/v1/clients/{id}): its figures and subscriptions.
+async function loadClient() {
+  const clientId = pickedClient;
+  const problem = $("#client-error");
+  let detail;
+  try {
+    detail = await get(`clients/${encodeURIComponent(clientId)}`);
+  } catch (error) {
+    if (!(error instanceof ApiError)) throw error;
+    problem.textContent = error.message;   // 404: the session ended since
+    return;
+  }
+  if (clientId !== pickedClient) return;   // another was picked meanwhile
+  problem.textContent = "";
+  const fields = [];
+  for (const [key, value] of Object.entries(detail)) {
+    if (key === "client_id" || key === "subscriptions") continue;
+    const dt = document.createElement("dt");
+    dt.textContent = key.replaceAll("_", " ");
+    const dd = document.createElement("dd");
+    dd.textContent = describe(key, value);
+    dd.dataset.key = key;
+    fields.push(dt, dd);
+  }
+  $("#client-fields").replaceChildren(...fields);
+  $("#client-subscriptions").replaceChildren(...detail.subscriptions.map((s) => {
+    const li = document.createElement("li");
+    li.textContent = `${s.filter} (QoS ${s.qos})`;
+    return li;
+  }));
 }
 
 // A filter the API refuses (not a valid filter) is said in the panel, not as the page's state.
@@ -203,6 +252,10 @@ $("#retained-form").addEventListener("submit", (event) => {
   submitFilter($("#retained-filter").value.trim());
 });
 $("#actor-kill").addEventListener("click", killSelected);
+$("#client-close").addEventListener("click", () => {
+  pickedClient = null;
+  $("#client-panel").hidden = true;
+});
 $("#tree-hide-empty").addEventListener("change", (event) => {
   tree.hideEmpty = event.target.checked;
   if (tree.root) tree.update(tree.root, Date.now());

@@ -11,8 +11,10 @@ function cell(value) {
 }
 
 export class SearchTable {
-  // panel: a section holding an input.search, a table and a .count; preferred: column order.
-  constructor(panel, preferred) {
+  // panel: a section holding an input.search, a table and a .count; preferred: column order;
+  // onPick(row), when given, is called with the row clicked (or chosen with Enter).
+  constructor(panel, preferred, onPick = null) {
+    this.onPick = onPick;
     this.panel = panel;
     this.preferred = preferred;
     this.input = panel.querySelector("input.search");
@@ -55,6 +57,12 @@ export class SearchTable {
       if (query && !texts.some((text) => text.toLowerCase().includes(query))) continue;
       shown += 1;
       const tr = document.createElement("tr");
+      if (this.onPick) {
+        tr.tabIndex = 0;
+        tr.className = "pick";
+        tr.addEventListener("click", () => this.onPick(row));
+        tr.addEventListener("keydown", (event) => { if (event.key === "Enter") this.onPick(row); });
+      }
       texts.forEach((text) => {
         const td = document.createElement("td");
         td.textContent = text;

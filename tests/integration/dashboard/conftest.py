@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -22,6 +23,8 @@ from playwright.sync_api import Browser, Page, sync_playwright
 from actorbroker.app import RunningBroker
 
 from mqtt_testkit import broker_config
+
+sys.path.insert(0, str(Path(__file__).parent))  # dashboard_testkit, as mqtt_testkit
 
 CHROMIUM = os.environ.get("ACTORBROKER_CHROMIUM", "/usr/bin/chromium")
 

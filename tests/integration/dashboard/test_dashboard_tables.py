@@ -69,7 +69,7 @@ def test_retained_browser_shows_payloads_as_text(page: Page, url: str,
 
 def test_client_ids_are_shown_as_text(page: Page, url: str,
                                       client: Callable[..., Client]) -> None:
-    hostile = "<img src=x onerror=window.injected=1>"
+    hostile = "<img src=x onerror=window.injected=1> a/b#?%"
     client(hostile)
     open_live(page, url)
     page.wait_for_function(
@@ -78,7 +78,12 @@ def test_client_ids_are_shown_as_text(page: Page, url: str,
     page.wait_for_function(
         "id => [...document.querySelectorAll('#tree g.node')].some(g => g.dataset.name === id)",
         arg=hostile)
-    assert page.locator("#clients-panel img, #sessions-panel img, #tree img").count() == 0
+    # Its session opens too: the id travels in the URL's path, escaped.
+    page.locator("#clients-panel tbody tr", has_text=hostile).click()
+    page.wait_for_selector("#client-fields dd[data-key='state']:text-is('online')")
+    assert page.inner_text("#client-id") == hostile
+    assert page.locator("#clients-panel img, #sessions-panel img, #tree img, #client-panel img"
+                        ).count() == 0
     assert page.evaluate("window.injected") is None
 
 

@@ -218,8 +218,9 @@ METRICS: tuple[Metric, ...] = (
            "Messages per second published to the N busiest topics", ("rank",), _top_topics),
     Metric("actorbroker_top_topic_info", "gauge",
            "Always 1: which topic holds each rank now", ("rank", "topic"), _top_topic_info),
-    Metric("actorbroker_http_connections_refused_total", "counter",
-           "HTTP connections refused (too many) or closed (no request in time)", ("reason",),
+    Metric("actorbroker_http_refused_total", "counter",
+           "HTTP connections refused (too many), closed (no request in time), or API calls "
+           "refused (unauthorized)", ("reason",),
            lambda s: [((reason,), float(n)) for reason, n in sorted(s.http.items())]),
 )
 

@@ -163,7 +163,9 @@ def build_app(ctx: OpsContext, auth: TokenCheck, guard_ref: list[ConnectionGuard
 
     async def metrics(_request: web.Request) -> web.Response:
         guard = guard_ref[0] if guard_ref else None
-        http = {"too_many": guard.refused, "too_slow": guard.timeouts} if guard else {}
+        http = {"unauthorized": auth.refused}
+        if guard is not None:
+            http.update(too_many=guard.refused, too_slow=guard.timeouts)
         snap = await take(ctx, tree_limit=1_000_000, http=http)
         body = exposition(registry, collector, snap)
         return web.Response(body=body, headers={

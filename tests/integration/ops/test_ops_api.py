@@ -14,7 +14,7 @@ from mqtt_testkit import Client, RawClient
 from ops_testkit import Http, scrape
 
 from actorbroker.app import RunningBroker
-from actorbroker.codec import Connect, Disconnect, Properties, Will
+from actorbroker.codec import Connect, Disconnect, Will
 
 TOKEN = "s3cret-token-0123456789abcdef"
 
@@ -58,7 +58,8 @@ def test_a_token_file_guards_the_api_not_the_metrics(
                        headers={"Authorization": f"Basic {TOKEN}"})[0] == 401
     status, stats = Http(TOKEN).call("GET", url + "/api/v1/stats")
     assert status == 200 and stats["node"] == "test"
-    assert ("actorbroker_uptime_seconds",) in scrape(url)  # scrapers need no token
+    samples = scrape(url)  # scrapers need no token
+    assert samples[("actorbroker_http_refused_total", "reason=unauthorized")] == 4
 
 
 def test_without_a_token_file_the_loopback_is_let_in(
@@ -304,3 +305,21 @@ def test_stats_has_the_headline_figures(
                                    "offline_stored": 0}
     finally:
         c.close()
+
+
+def test_killing_the_http_listener_itself_answers_then_it_comes_back(
+        ops_broker: Callable[..., RunningBroker], http: Http) -> None:
+    broker = ops_broker(data_dir=None)
+    before = broker.http_url
+    assert http.call("POST", before + "/api/v1/actors/listeners%2Fhttp/kill") == (
+        200, {"killed": "listeners/http", "actor": "ListenerActor"})
+
+    def restarted() -> bool:  # port 0: the new listener has a new port
+        try:
+            return broker.http_url != before
+        except RuntimeError:
+            return False  # between the two
+    _wait(restarted, "the HTTP listener never came back")
+    tree = _paths(http.get(broker.http_url + "/api/v1/tree"))
+    assert tree["listeners/http"]["restarts"] == 1 and tree["listeners"]["restarts_total"] == 1
+    assert tree["listeners/listener-0"]["restarts"] == 0  # MQTT was not touched

@@ -68,15 +68,14 @@ def test_malformed_requests_are_refused_and_the_listener_lives_on(
 @pytest.fixture
 def slow_clients(ops_broker: Callable[..., RunningBroker]) -> Iterator[tuple[RunningBroker,
                                                                        list[socket.socket]]]:
+    """A broker and the list of HTTP sockets a test opens (closed afterwards)."""
     broker = ops_broker(data_dir=None)
-    host, port = broker.http_url.removeprefix("http://").split(":")
-    socks = []
+    socks: list[socket.socket] = []
     try:
         yield broker, socks
     finally:
         for sock in socks:
             sock.close()
-    del host, port
 
 
 def _open_slow(url: str, count: int) -> list[socket.socket]:
@@ -170,7 +169,7 @@ def test_a_client_that_never_finishes_its_request_is_closed(
     took = time.monotonic() - began
     assert 9.0 <= took < 15, took  # ConnectionGuard's idle_timeout is 10 s
     samples = scrape(broker.http_url)
-    assert samples[("actorbroker_http_connections_refused_total", "reason=too_slow")] == 3
+    assert samples[("actorbroker_http_refused_total", "reason=too_slow")] == 3
 
 
 def test_connections_beyond_the_cap_are_closed_at_once(
@@ -196,4 +195,4 @@ def test_connections_beyond_the_cap_are_closed_at_once(
             break
         assert time.monotonic() < deadline
     samples = scrape(broker.http_url)
-    assert samples[("actorbroker_http_connections_refused_total", "reason=too_many")] >= 1
+    assert samples[("actorbroker_http_refused_total", "reason=too_many")] >= 1

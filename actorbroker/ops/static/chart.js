@@ -24,6 +24,13 @@ export function formatNumber(value) {
   return value.toFixed(abs >= 10 ? 1 : 2);
 }
 
+// The index of the value in xs closest to target.
+function nearest(xs, target) {
+  let best = 0;
+  xs.forEach((value, i) => { if (Math.abs(value - target) < Math.abs(xs[best] - target)) best = i; });
+  return best;
+}
+
 export class LineChart {
   // figure: the <figure> holding a .legend and a <canvas>;
   // series: [{key, label, color, dash}] (dash: a canvas line dash, for a line that may lie
@@ -44,9 +51,22 @@ export class LineChart {
       legend.append(item);
       this.values.set(s.key, item.querySelector(".value"));
     }
+    this.at = document.createElement("span");
+    this.at.className = "at";
+    legend.append(this.at);
+    // Pointing at the chart shows the sample under the pointer in the legend.
+    this.hoverX = null;
+    this.canvas.addEventListener("mousemove", (event) => { this.hoverX = event.offsetX; this.redraw(); });
+    this.canvas.addEventListener("mouseleave", () => { this.hoverX = null; this.redraw(); });
+  }
+
+  redraw() {
+    if (this.ring) this.draw(this.ring, this.now);
   }
 
   draw(ring, now) {
+    this.ring = ring;
+    this.now = now;
     const canvas = this.canvas;
     const ratio = window.devicePixelRatio || 1;
     const width = canvas.clientWidth;
@@ -129,10 +149,22 @@ export class LineChart {
     }
     ctx.setLineDash([]);
 
-    const latest = ring.last() || {};
-    for (const s of this.series) {
-      this.values.get(s.key).textContent = formatNumber(latest[s.key]);
+    let shown = ring.length - 1;
+    if (this.hoverX !== null && ring.length) {
+      shown = nearest(ring.times.map(x), this.hoverX);
+      const gx = Math.round(x(ring.times[shown])) + 0.5;
+      ctx.strokeStyle = style.getPropertyValue("--axis") || "#888";
+      ctx.beginPath();
+      ctx.moveTo(gx, PAD.top);
+      ctx.lineTo(gx, height - PAD.bottom);
+      ctx.stroke();
     }
+    const row = ring.rows[shown] || {};
+    for (const s of this.series) {
+      this.values.get(s.key).textContent = formatNumber(row[s.key]);
+    }
+    const ago = shown >= 0 && shown < ring.length - 1 ? Math.round((now - ring.times[shown]) / 1000) : 0;
+    this.at.textContent = ago ? `${ago} s ago` : "";
     this.figure.dataset.samples = String(ring.length);
   }
 }

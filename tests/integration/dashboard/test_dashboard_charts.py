@@ -96,6 +96,15 @@ def test_charts_follow_a_live_load(page: Page, url: str, broker: RunningBroker, 
         page.wait_for_function(
             "() => [...document.querySelectorAll('#top-topics-panel tbody tr')].some("
             "tr => tr.cells[0].textContent === 'load/a' && Number(tr.cells[1].textContent) > 0)")
+        # Pointing at the start of the chart shows that sample in the legend: before the load.
+        box = page.locator("#chart-rates canvas").bounding_box()
+        assert box is not None
+        page.mouse.move(box["x"] + 2, box["y"] + box["height"] / 2)
+        assert float(legend(page, "rates", "in")) < 10
+        assert page.inner_text("#chart-rates .at").endswith(" s ago")
+        page.mouse.move(0, 0)
+        wait_legend_above(page, "rates", "in", 10)
+        assert page.inner_text("#chart-rates .at") == ""
         screenshot(page, tmp_path)
     for chart, (count, image) in before.items():
         page.wait_for_function(

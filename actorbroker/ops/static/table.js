@@ -1,6 +1,7 @@
 // A table of the API's rows with a search box: every column the rows have, the
 // preferred ones first; a row is shown when any of its cells contains the
-// search text (case-insensitive).
+// search text (case-insensitive). A click on a column's head sorts by it
+// (numbers as numbers), a second click the other way.
 
 function cell(value) {
   if (value === null || value === undefined) return "";
@@ -8,6 +9,11 @@ function cell(value) {
   if (typeof value === "object") return JSON.stringify(value);
   if (typeof value === "boolean") return value ? "yes" : "no";
   return String(value);
+}
+
+function compare(a, b) {
+  if (typeof a === "number" && typeof b === "number") return a - b;
+  return cell(a).localeCompare(cell(b), undefined, { numeric: true });
 }
 
 export class SearchTable {
@@ -24,6 +30,8 @@ export class SearchTable {
     this.rows = [];
     this.total = 0;
     this.columns = [];
+    this.sortKey = null;     // the column sorted by, null: the API's order
+    this.sortDown = false;
     if (this.input) this.input.addEventListener("input", () => this.render());
   }
 
@@ -41,6 +49,9 @@ export class SearchTable {
       for (const key of columns) {
         const th = document.createElement("th");
         th.textContent = key.replaceAll("_", " ");
+        th.dataset.key = key;
+        th.dataset.sort = key === this.sortKey ? (this.sortDown ? "down" : "up") : "";
+        th.addEventListener("click", () => this.sortBy(key));
         tr.append(th);
       }
       this.head.replaceChildren(tr);
@@ -48,11 +59,27 @@ export class SearchTable {
     this.render();
   }
 
+  sortBy(key) {
+    this.sortDown = this.sortKey === key ? !this.sortDown : false;
+    this.sortKey = key;
+    for (const th of this.head.querySelectorAll("th")) {
+      th.dataset.sort = th.dataset.key === key ? (this.sortDown ? "down" : "up") : "";
+    }
+    this.render();
+  }
+
+  ordered() {
+    if (this.sortKey === null) return this.rows;
+    const key = this.sortKey;
+    const sign = this.sortDown ? -1 : 1;
+    return [...this.rows].sort((a, b) => sign * compare(a[key], b[key]));
+  }
+
   render() {
     const query = this.input ? this.input.value.trim().toLowerCase() : "";
     const body = [];
     let shown = 0;
-    for (const row of this.rows) {
+    for (const row of this.ordered()) {
       const texts = this.columns.map((key) => cell(row[key]));
       if (query && !texts.some((text) => text.toLowerCase().includes(query))) continue;
       shown += 1;

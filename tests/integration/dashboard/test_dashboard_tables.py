@@ -34,6 +34,12 @@ def test_tables_search(page: Page, url: str, client: Callable[..., Client]) -> N
         assert rows(page, panel) == []
         search.fill("")
         assert len(rows(page, panel)) >= 3
+        # Sorted by a column's head, then the other way (the API lists them ascending).
+        head = page.locator(f"#{panel}-panel th[data-key='client_id']")
+        head.click()
+        head.click()
+        assert [row.split("\t")[0] for row in rows(page, panel)] == ["beta-1", "alpha-2", "alpha-1"]
+        assert head.get_attribute("data-sort") == "down"
 
 
 def test_retained_browser_shows_payloads_as_text(page: Page, url: str,

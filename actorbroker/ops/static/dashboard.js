@@ -156,10 +156,12 @@ async function browseRetained() {
   const problem = $("#retained-error");
   try {
     const answer = await get(`retained?filter=${encodeURIComponent(filter)}`);
+    if (filter !== retainedFilter) return;   // an answer overtaken by a newer filter's
     retained.set(answer.retained, answer.total);
     problem.textContent = "";
   } catch (error) {
     if (!(error instanceof ApiError)) throw error;
+    if (filter !== retainedFilter) return;
     retained.set([], 0);
     problem.textContent = error.message;
   }

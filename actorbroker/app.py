@@ -112,7 +112,6 @@ class Broker:
         self.listener_stats = [TransportStats() for _ in self.config.listeners]
         self.stats = StatsTotal(self.listener_stats)
         self._http: ListenerHandle | None = None
-        self._sampler: Sampler | None = None
 
     # -- where it listens ------------------------------------------------------
 
@@ -232,7 +231,7 @@ class Broker:
 
     def _http_spec(self, node: Node) -> ChildSpec:
         """The HTTP listener (metrics, admin API), last under the listeners supervisor."""
-        sampler = self._sampler = Sampler(
+        sampler = Sampler(
             node, connections=lambda: (c for h in self._bound if h is not None
                                        for c in list(h.connections.values())))  # type: ignore[attr-defined]
         context = OpsContext(node, self.config, lambda: self._root, self._listener_views,

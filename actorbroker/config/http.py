@@ -64,7 +64,8 @@ class HttpConfig:
         "",
         values="a path, or empty",
         help="""File whose first line is the bearer token the admin API asks for
-        (Authorization: Bearer TOKEN); /metrics stays open to scrapers. Empty:
+        (Authorization: Bearer TOKEN), 16 characters at least; /metrics stays
+        open to scrapers. Empty:
         no token, allowed only on the loopback, where every local user may
         then call the API.""",
     )

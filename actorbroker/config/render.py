@@ -73,7 +73,8 @@ def render_markdown() -> str:
         section = next(s for s in SECTIONS if s.name == section_name)
         where = "the first " if section.is_array else ""
         out.append(f"| `{flag}` | `{name}` of {where}`{section.header}` |")
-    out += ["", "`-p N` is `--port N`, as Mosquitto's flag."]
+    out += ["", "`-p N` is `--port N`, as Mosquitto's flag. `--http-port N` also sets "
+                "`[http] enabled = true`."]
     for section in SECTIONS:
         out += ["", f"## `{section.header}`", ""]
         out.append(" ".join((section.cls.__doc__ or "").split()))

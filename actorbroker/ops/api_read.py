@@ -5,7 +5,8 @@ session actors' cores, the registry's retained index) or awaits an actor;
 none blocks. Lists are bounded by ``limit`` (default 1000) and say how many
 there were (``total``).
 
-    GET /api/v1/stats                        headline figures (a dashboard polls it)
+    GET /api/v1/stats?actors=1               headline figures (a dashboard polls it);
+                                             actors=1 adds the tree's totals and busiest mailboxes
     GET /api/v1/tree?limit=N                 the supervision tree
     GET /api/v1/clients?prefix=&state=online|offline&limit=
     GET /api/v1/clients/{id}                 one client's session
@@ -174,8 +175,10 @@ def masked(value: Any) -> Any:
 def add_routes(router: web.UrlDispatcher, ctx: OpsContext) -> None:
     """Register the read-only API on ``router``."""
 
-    async def stats(_request: web.Request) -> web.Response:
-        return web.json_response(stats_json(await take(ctx, with_tree=False)))
+    async def stats(request: web.Request) -> web.Response:
+        with_tree = request.query.get("actors") == "1"  # a tree walk: not every second
+        return web.json_response(stats_json(await take(ctx, with_tree=with_tree,
+                                                       tree_limit=1_000_000)))
 
     async def tree(request: web.Request) -> web.Response:
         root = ctx.root()

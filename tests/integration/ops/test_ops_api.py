@@ -303,6 +303,9 @@ def test_stats_has_the_headline_figures(
         assert set(stats["rates"]) >= {"publish_received", "publish_sent", "bytes_in"}
         assert stats["queues"] == {"messages": 0, "bytes": 0, "inflight": 0, "longest": 0,
                                    "offline_stored": 0}
+        assert "actors" not in stats  # the tree is walked on demand only
+        actors = http.get(broker.http_url + "/api/v1/stats?actors=1")["actors"]
+        assert actors["count"] >= 20 and actors["restarts"] == 0  # root, core, 16 shards...
     finally:
         c.close()
 

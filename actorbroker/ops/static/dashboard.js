@@ -37,7 +37,7 @@ const charts = [
   ], WINDOW_SECONDS),
 ];
 
-const tree = new TreeView($("#tree"), showActor);
+const tree = new TreeView($("#tree"), showActor, () => pollTree().catch(failed));
 const pick = (row) => showClient(row.client_id);
 const clients = new SearchTable($("#clients-panel"), ["client_id", "peer", "protocol_level"], pick);
 const sessions = new SearchTable($("#sessions-panel"),
@@ -92,8 +92,17 @@ function formatUptime(seconds) {
   return d ? `${d}d ${h}h` : h ? `${h}h ${m}m` : `${m}m ${Math.floor(seconds % 60)}s`;
 }
 
+// The timer, a kill and an expansion all poll the tree: an answer older than the one
+// drawn is dropped.
+let treeAsked = 0;
+let treeDrawn = 0;
+
 async function pollTree() {
-  tree.update(await get("tree"), Date.now());
+  const asked = ++treeAsked;
+  const root = await get(`tree?limit=${tree.limit()}`);
+  if (asked < treeDrawn) return;
+  treeDrawn = asked;
+  tree.update(root, Date.now());
 }
 
 // Clients: the connected ones; sessions: every one the broker keeps, online or not.

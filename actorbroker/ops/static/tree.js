@@ -13,6 +13,7 @@ const SVG = "http://www.w3.org/2000/svg";
 const ROW = 22;
 const INDENT = 18;
 const SHOWN_CHILDREN = 12;   // a supervisor with more children shows this many, then "+N more"
+const EXPANDED_LIMIT = 1000; // children asked for per supervisor once one is expanded
 const FLASH_MS = 6000;
 
 // A supervisor with no child and no restart, and not busy: nothing to see in it.
@@ -29,9 +30,11 @@ function el(name, attrs, text) {
 }
 
 export class TreeView {
-  constructor(svg, onSelect) {
+  // onSelect(node): an actor was clicked; onExpand(): a supervisor's children are wanted.
+  constructor(svg, onSelect, onExpand) {
     this.svg = svg;
     this.onSelect = onSelect;
+    this.onExpand = onExpand;
     this.seen = new Map();        // path -> {restarts, total, alive} at the last poll
     this.flashing = new Map();    // path -> time its flash ends
     this.expanded = new Set();    // paths of supervisors shown with all their children
@@ -39,6 +42,12 @@ export class TreeView {
     this.hideEmpty = true;        // idle supervisors counted, not drawn (see rows)
     this.root = null;
     this.nodes = new Map();       // path -> node, of the latest tree
+  }
+
+  // How many children per supervisor to ask the broker for: what is drawn (the
+  // broker then lists the busiest), more once a supervisor was expanded.
+  limit() {
+    return this.expanded.size ? EXPANDED_LIMIT : SHOWN_CHILDREN;
   }
 
   // Whether the node restarted, or restarted a child, since the last poll.
@@ -152,18 +161,23 @@ export class TreeView {
   }
 
   drawMore(row) {
+    // Children not drawn, or not listed by the broker (the quieter ones): one click
+    // draws them all (the next poll asks for them).
+    const more = row.hidden + row.unlisted;
+    const expandable = more > 0 && !(this.expanded.has(row.path) && !row.hidden);
     const parts = [];
-    if (row.hidden) parts.push(`+${row.hidden} more`);
-    if (row.unlisted) parts.push(`${row.unlisted} quieter not listed`);
+    if (expandable) parts.push(`+${more} more`);
+    else if (row.unlisted) parts.push(`${row.unlisted} more not listed by the broker`);
     if (row.empty) parts.push(`${row.empty} empty supervisor${row.empty > 1 ? "s" : ""} hidden`);
-    const more = el("text", { x: row.x, y: row.y + 4, class: row.hidden ? "more" : "unlisted",
+    const text = el("text", { x: row.x, y: row.y + 4, class: expandable ? "more" : "unlisted",
       "data-parent": row.path }, parts.join(" · "));
-    if (row.hidden) {
-      more.addEventListener("click", () => {
+    if (expandable) {
+      text.addEventListener("click", () => {
         this.expanded.add(row.path);
         this.update(this.root, Date.now());
+        this.onExpand();
       });
     }
-    return more;
+    return text;
   }
 }

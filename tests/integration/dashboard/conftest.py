@@ -3,7 +3,8 @@
 * ``browser``: one headless chromium per module, Debian's build
   (``/usr/bin/chromium``, or ``$ACTORBROKER_CHROMIUM``). A machine without
   it fails these tests, never skips them: CI installs it (``make sysdeps``).
-* ``page``: a fresh page; the test fails if the page threw a script error.
+* ``page``: a fresh page; the test fails if the page threw a script error or
+  logged an error other than a refused or failed request.
 * ``broker`` (the one ``client`` connects to) has its commit log and the
   HTTP listener on 127.0.0.1 and a free port; ``url`` is the dashboard's
   address.
@@ -46,6 +47,11 @@ def page(browser: Browser) -> Iterator[Page]:
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
+    # A console error is a bug too (a script or a style the CSP refused...), except an
+    # answer the API refused or a broker gone: the tests cause those on purpose.
+    page.on("console", lambda message: errors.append(message.text)
+            if message.type == "error" and not message.text.startswith("Failed to load resource")
+            else None)
     page.set_default_timeout(15_000)
     yield page
     context.close()

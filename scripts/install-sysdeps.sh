@@ -6,7 +6,9 @@
 #   openssl            the CLI: tests make their certificate authorities with it and
 #                      probe tls listeners with `openssl s_client`
 #   chromium           the headless browser that runs MQTT.js in
-#                      tests/integration/listeners/test_listeners_browser.py
+#                      tests/integration/listeners/test_listeners_browser.py and
+#                      that tests/integration/dashboard drives (Playwright with
+#                      Debian's build, never a downloaded one)
 #   default-jre-headless  Java for Spark (actorbroker.pipeline, tests/pipeline): Spark 4
 #                      runs on Java 17 or 21, Debian's default JRE (17 on bookworm)
 set -euo pipefail

@@ -1,4 +1,4 @@
-"""Ops layer: the admin API's read-only views (/api/v1/...). Stdlib, aiohttp, actors, supervisors, ops.
+"""Ops layer: the admin API's read-only views (/api/v1/...). Stdlib, aiohttp, actors, transport, supervisors, ops.
 
 Each handler reads the broker on the loop thread (the name table, the
 session actors' cores, the registry's retained index) or awaits an actor;
@@ -26,6 +26,7 @@ from aiohttp import web
 
 from actorbroker.actors import RegistryActor
 from actorbroker.routing import is_valid_topic_filter
+from actorbroker.transport import MqttConnection
 from supervisors import actor_of, mailbox_depth
 
 from .context import OpsContext
@@ -80,12 +81,19 @@ def registry_actor(ctx: OpsContext) -> RegistryActor:
     return actor
 
 
-def client_view(ctx: OpsContext, client_id: str) -> dict[str, Any]:
-    """The list entry of one client id in the name table."""
+def client_view(ctx: OpsContext, client_id: str,
+                conns: dict[str, MqttConnection] | None = None) -> dict[str, Any]:
+    """The list entry of one client id in the name table (``conns``: the open connections
+    by client id, when a list looks up many)."""
     online = client_id in ctx.node.names.online
     view: dict[str, Any] = {"client_id": client_id, "state": "online" if online else "offline",
                             "hibernated": session_actor(ctx, client_id) is None}
-    conn = ctx.connection_of(client_id) if online else None
+    if not online:
+        conn = None
+    elif conns is not None:
+        conn = conns.get(client_id)
+    else:
+        conn = ctx.connection_of(client_id)
     if conn is not None:
         view["peer"] = f"{conn.peer[0]}:{conn.peer[1]}"
         view["protocol_level"] = conn.protocol_level
@@ -103,7 +111,9 @@ def _clients(ctx: OpsContext, request: web.Request) -> dict[str, Any]:
     chosen = [cid for cid in names.sessions if cid.startswith(prefix)
               and (not state or (cid in online) == (state == "online"))]
     chosen.sort()
-    return {"total": len(chosen), "clients": [client_view(ctx, cid) for cid in chosen[:limit]]}
+    conns = ctx.connections_by_client()
+    return {"total": len(chosen),
+            "clients": [client_view(ctx, cid, conns) for cid in chosen[:limit]]}
 
 
 def client_detail(ctx: OpsContext, client_id: str) -> dict[str, Any]:
@@ -139,8 +149,9 @@ def _sessions(ctx: OpsContext, request: web.Request) -> dict[str, Any]:
     limit = limit_of(request)
     chosen = sorted(cid for cid in ctx.node.names.sessions if cid.startswith(prefix))
     out = []
+    conns = ctx.connections_by_client()
     for cid in chosen[:limit]:
-        view = client_view(ctx, cid)
+        view = client_view(ctx, cid, conns)
         actor = session_actor(ctx, cid)
         if actor is not None:
             view.update(clean_session=actor.core.clean_session, queued=len(actor.core.queue),

@@ -46,6 +46,17 @@ class OpsContext:
         for listener in self.listeners():
             yield from list(listener.connections.values())
 
+    def connections_by_client(self) -> dict[str, MqttConnection]:
+        """Each client id's open connection (as :meth:`connection_of`), in one pass: a
+        list of clients looks each one up here, not over every connection again."""
+        found: dict[str, MqttConnection] = {}
+        for conn in self.connections():
+            if conn.client_id and not conn.closed:
+                known = found.get(conn.client_id)
+                if known is None or conn.conn_id > known.conn_id:
+                    found[conn.client_id] = conn
+        return found
+
     def connection_of(self, client_id: str) -> MqttConnection | None:
         """The open connection of ``client_id``, if any (the last one to CONNECT; one
         being closed does not count)."""

@@ -6,7 +6,8 @@ ones; every handler reads the broker on the loop thread or awaits an actor
 (``ask(block=False)``), so a slow or hostile HTTP client never holds up
 MQTT. Routes: ``/metrics`` (Prometheus text, open to scrapers),
 ``/api/v1/...`` (JSON, :mod:`.api_read` and :mod:`.api_write`), behind
-:class:`TokenCheck`.
+:class:`TokenCheck`, and the dashboard (``/``, ``/static/...``,
+:mod:`.dashboard`), whose page calls the API with the operator's token.
 
 Authentication: with ``[http] token_file`` every API call needs
 ``Authorization: Bearer TOKEN`` (compared in constant time); without one
@@ -35,7 +36,7 @@ from actorbroker.config import HttpConfig
 from actorbroker.errors import ConfigError
 from actorbroker.transport.stats import LogLimiter
 
-from . import api_read, api_write
+from . import api_read, api_write, dashboard
 from .context import OpsContext
 from .guard import ConnectionGuard
 from .prometheus import BrokerCollector, exposition
@@ -174,6 +175,7 @@ def build_app(ctx: OpsContext, auth: TokenCheck, guard_ref: list[ConnectionGuard
     app.router.add_get("/metrics", metrics)
     api_read.add_routes(app.router, ctx)
     api_write.add_routes(app.router, ctx)
+    dashboard.add_routes(app.router)
     return app
 
 

@@ -56,7 +56,8 @@ from .wire import BodyCodec, Kind, wire
 
 __all__ = [
     "ENVELOPE", "FLAG_RESTATED", "RECORD_TYPES", "CheckpointCompleted", "CheckpointStarted",
-    "DisconnectCause", "OutboundSent", "OutboundUnsent", "PubAckReceived", "PubCompReceived", "PubRecReceived",
+    "DisconnectCause", "OutboundSent", "OutboundUnsent", "PubAckReceived", "PubCompReceived",
+    "PubRecReceived",
     "PubRelReceived", "Publish", "Record", "RetainedCleared", "RetainedSet", "SessionConnected",
     "SessionCursor", "SessionDisconnected", "SessionDropped", "SessionExpired", "SessionQueued",
     "SharedPending", "SharedRouted", "Subscribed",

@@ -6,8 +6,8 @@ QoS 1/2 flows in flight, by packet identifier and stage, and the inbound
 QoS 2 packet identifiers awaiting PUBREL. After a restart (of the broker
 or of the session's actor) :func:`restore_flows` puts them back, so that
 the next CONNECT resends each PUBLISH with DUP=1 under its old packet
-identifier (DUP=0 for one never written before the connection ended), or its PUBREL when the client already sent PUBREC
-([MQTT-4.4.0-1]), and a retried inbound QoS 2 PUBLISH is acknowledged
+identifier (DUP=0 for one never written before the connection ended), or
+its PUBREL when the client already sent PUBREC ([MQTT-4.4.0-1]), and a retried inbound QoS 2 PUBLISH is acknowledged
 without being routed twice ([MQTT-4.3.3-9]).
 
 :func:`forget_inbound` undoes the QoS 2 receipt of a PUBLISH the broker

@@ -160,5 +160,6 @@ def test_a_window_never_written_before_disconnect_comes_back_with_dup_0(
     assert sorted(first + got) == list(range(MESSAGES)), (first, got)
     assert "Traceback" not in log, log[-3000:]
     if stop != "reconnect":  # the restart found the never-written window and the queue behind
-        restarted = [(int(m[1]), int(m[2])) for m in LOADED.finditer(log[log.rindex("--- start 2"):])]
+        since = log[log.rindex("--- start 2"):]
+        restarted = [(int(m[1]), int(m[2])) for m in LOADED.finditer(since)]
         assert (WINDOW, MESSAGES - 2 * WINDOW) in restarted, restarted

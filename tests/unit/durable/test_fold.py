@@ -106,8 +106,8 @@ def test_a_flight_never_written_is_marked_until_it_is_sent_again() -> None:
     log = Log()
     log.add(connected("s"), subscribed("s", "t", 2))
     m1, m2, m3 = log.add(publish("t", 1), publish("u", 1), publish("t", 2))
-    log.add(OutboundSent("s", 1, m1, 1, timestamp_us=TS), OutboundSent("s", 2, m2, 1, timestamp_us=TS),
-            OutboundSent("s", 3, m3, 2, timestamp_us=TS), PubRecReceived("s", 3, timestamp_us=TS),
+    log.add(OutboundSent("s", 1, m1, 1, timestamp_us=TS),
+            OutboundSent("s", 2, m2, 1, timestamp_us=TS), OutboundSent("s", 3, m3, 2, timestamp_us=TS), PubRecReceived("s", 3, timestamp_us=TS),
             OutboundUnsent("s", 2, timestamp_us=TS), OutboundUnsent("s", 3, timestamp_us=TS),
             OutboundUnsent("s", 9, timestamp_us=TS), disconnected("s"))
     flights = log.state.sessions["s"].inflight or {}

@@ -40,7 +40,7 @@ from actorbroker.durable.journal import (
     subscribed_records,
     will_record,
 )
-from actorbroker.persistence.records import (DisconnectCause, Publish, Record,
+from actorbroker.persistence.records import (DisconnectCause, OutboundUnsent, Publish, Record,
                                              SessionDisconnected, SessionDropped)
 from actorbroker.session import AppMessage, Effect, EndSession, Send, SessionState
 from actorbroker.session.backoff import Backoff, BackoffPolicy
@@ -134,6 +134,19 @@ class SessionDurability:
         self.wills.detached()
         if seconds == 0:
             self.durable = False
+
+    def held_for(self, conn: Any) -> list[Packet]:
+        """The packets held for ``conn`` (the actor's connection that just ended): never
+        written, they go to that closed connection when released."""
+        return self._gate.packets_for(conn)
+
+    def unsent(self, packet_ids: list[int]) -> None:
+        """The first PUBLISHes of these flows were never written: their ``OutboundUnsent``
+        (durable sessions), stored with what comes next (the connection's end)."""
+        if self.durable:
+            ts = now_us()
+            self._stash.extend(OutboundUnsent(self._cid, packet_id, timestamp_us=ts)
+                               for packet_id in packet_ids)
 
     def subscribed(self, packet_id: int, results: tuple[int, ...] | None) -> None:
         """The registry granted SUBSCRIBE ``packet_id``: the Subscribed records."""

@@ -129,13 +129,15 @@ class LoadSession:
 @quick_init
 @dataclass(frozen=True, slots=True)
 class RestoredFlight:
-    """An outbound QoS 1/2 flow to resume: PUBLISH again with DUP, or PUBREL when ``released``."""
+    """An outbound QoS 1/2 flow to resume: PUBLISH again with DUP, or PUBREL when ``released``;
+    ``unsent``: the PUBLISH was never written, so it goes with DUP=0."""
 
     packet_id: int
     message: AppMessage | None
     qos: int
     retain: bool
     released: bool
+    unsent: bool = False
 
 
 @quick_init

@@ -1,4 +1,4 @@
-"""Actors layer: a session's held effects, released in order; QoS 1 routes let through early. Stdlib, session.
+"""Actors layer: a session's held effects, released in order; QoS 1 routes let through early. Stdlib, codec, session.
 
 One :class:`Gate` per :class:`~.durability.SessionDurability`: a queue of
 :class:`~.held.Held` entries, one per core call whose effects wait for the
@@ -34,7 +34,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from actorbroker.session import Effect
+from actorbroker.codec import Packet
+from actorbroker.session import Effect, Send
 
 from .held import Held
 
@@ -60,6 +61,13 @@ class Gate:
         effects (if they came from a read) until its routes are carried out."""
         held.credit = self._actor.held_credit()
         self._entries.append(held)
+
+    def packets_for(self, conn: Any) -> list[Packet]:
+        """The packets held for ``conn``: once it is gone, never written (``Held.release``
+        gives them to that closed connection, which drops them)."""
+        return [packet for held in self._entries if held.conn is conn
+                for effect in held.effects if type(effect) is Send
+                for packet in effect.packets]
 
     def find(self, token: int) -> Held | None:
         """The entry waiting for ``token`` (None: none, e.g. answered already)."""

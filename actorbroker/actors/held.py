@@ -30,7 +30,8 @@ from typing import Any
 from actorbroker.codec import NO_PROPERTIES, PubAck, PubRec, ReasonCode
 from actorbroker.codec.frozen import mutable_twin
 from actorbroker.durable import NEVER
-from actorbroker.persistence.records import PubAckReceived, PubCompReceived, Record, SessionDropped
+from actorbroker.persistence.records import (OutboundUnsent, PubAckReceived, PubCompReceived,
+                                             Record, SessionDropped)
 from actorbroker.session import (AppMessage, CancelTimer, Close, Dropped, Effect, PublishWill,
                                  Route, Send, StartTimer)
 from actorbroker.session.restore import forget_inbound
@@ -38,8 +39,9 @@ from actorbroker.session.restore import forget_inbound
 __all__ = ["NEUTRAL", "STOP", "UNHELD", "Held", "expiry_of", "now_us"]
 
 #: Records whose loss in a crash costs at most a resend the protocol allows (a QoS 1
-#: PUBLISH again, a PUBREL answered anyway): the packets after them need not wait.
-UNHELD = frozenset({PubAckReceived, PubCompReceived, SessionDropped})
+#: PUBLISH again, a PUBREL answered anyway, DUP=1 on a PUBLISH never written): the packets
+#: after them need not wait.
+UNHELD = frozenset({PubAckReceived, PubCompReceived, SessionDropped, OutboundUnsent})
 
 #: Effects that later routes may overtake: packets to this client (a message routed back
 #: to it queues behind them), timers, counts. Anything else (a route, a registry request,

@@ -5,7 +5,9 @@ CONNECT the gateway routed here): a connection still attached is taken over
 ([MQTT-3.1.4-2]: closed, its Will published if due), the core attaches the
 new one and the durable state, if any, resumes. ``ConnectionLost`` detaches
 it: the core decides about the Will and the session's end, and a durable
-session may hibernate once nothing is pending. ``Drained`` (the socket took
+session may hibernate once nothing is pending; first PUBLISHes still held
+for the commit log will never reach that connection, and the core hears so
+first (their resend is then DUP=0, :mod:`.session_output`). ``Drained`` (the socket took
 what was buffered) releases the queue held while it was congested. A session that is retiring
 hands an ``Attach`` back to the gateway and forwards what later arrives for
 that connection (:meth:`ConnectionLifecycle._forward_or`). The client id is in
@@ -17,9 +19,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from actorbroker.codec import ConnAck, protocol_name
+from actorbroker.codec import ConnAck, Packet, protocol_name
 from actorbroker.messages import ConnectionLost, Drained
 from actorbroker.session import Effect, Send, SessionCore, SessionState
 
@@ -76,6 +79,8 @@ class ConnectionLifecycle:
         def _now(self) -> float: ...
 
         def _retransmit_reset(self) -> None: ...
+
+        def _unwritten(self, packets: Iterable[Packet]) -> None: ...
 
     def _forward_or(self, conn_id: int, message: Any) -> bool:
         """Pass a message of a handed-back connection on; False if it is not one."""
@@ -147,6 +152,8 @@ class ConnectionLifecycle:
         reason = self._close_reason or message.reason
         self._close_reason = None
         log.info("client %r disconnected from %s: %s", self.client_id, peer(conn), reason)
+        if durability is not None:  # held for the commit log: this connection never gets them
+            self._unwritten(durability.held_for(conn))
         effects = self._core.detach(self._now())
         if durability is not None:
             durability.detached(self._core, reason, disconnect_cause(

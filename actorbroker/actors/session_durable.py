@@ -110,7 +110,8 @@ class DurableSession:
             message = flight.message or AppMessage("", b"", flight.qos)
             flights.append((flight.packet_id, Delivery(message, flight.qos, flight.retain),
                             flight.released))
-        restore_flows(core, flights, load.inbound_qos2)
+        restore_flows(core, flights, load.inbound_qos2,
+                      {flight.packet_id for flight in load.flights if flight.unsent})
         durability.restored(load)
         log.info("client %r: durable session loaded from the commit log (%d subscription(s), "
                  "%d in flight, %d queued)", self.client_id, len(load.subscriptions),

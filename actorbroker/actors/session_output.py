@@ -14,6 +14,11 @@ earlier effects waiting for the commit log stays in order. Anything else
 or size limits) goes through ``SessionCore.deliver`` and its effects; a
 big batch goes out in chunks of :data:`CHUNK`, watching congestion.
 
+A QoS 1/2 PUBLISH written to a connection that had closed already (it
+drops it) is reported to the core as never sent (``SessionCore.unsent``),
+so that its resend is a first send, DUP=0; so are those held for the
+commit log when the connection ends (``SessionDurability.held_for``).
+
 Counting: every PUBLISH written counts in ``publish_sent``; the MQTT 3.x
 retransmission timer is armed (:mod:`.session_retry`) when a PUBLISH goes
 out while QoS 1/2 flows are in flight.
@@ -21,7 +26,7 @@ out while QoS 1/2 flows are in flight.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from actorbroker.codec import Packet, Publish
@@ -101,7 +106,11 @@ class SessionOutput:
         self._published(len(packets))
 
     def _flush(self, packets: list[Packet]) -> None:
-        """Write ``packets`` (one ``conn.send``) and count the PUBLISHes among them."""
+        """Write ``packets`` (one ``conn.send``) and count the PUBLISHes among them.
+
+        A connection already closing (the client's DISCONNECT was read with
+        the acks that freed the window) drops them: see :meth:`_unwritten`.
+        """
         conn = self._conn
         if conn is None or not packets:
             return
@@ -113,7 +122,24 @@ class SessionOutput:
                 sent += 1
                 by_qos[packet.qos] += 1
         if sent:
+            if conn.closed:
+                self._unwritten(packets)
             self._published(sent)
+
+    def _unwritten(self, packets: Iterable[Packet]) -> None:
+        """``packets`` never reached the client: its connection had closed.
+
+        The flows whose first PUBLISH is among them go out with DUP=0 when
+        resent ([MQTT-3.3.1-1]: DUP=1 only if it may have been received);
+        a durable session journals that (``OutboundUnsent``).
+        """
+        ids = [packet.packet_id for packet in packets
+               if isinstance(packet, Publish) and packet.packet_id is not None and not packet.dup]
+        if not ids:
+            return
+        marked = self._core.unsent(ids)
+        if marked and self._durability is not None:
+            self._durability.unsent(marked)
 
     def _published(self, count: int) -> None:
         """``count`` PUBLISHes were written: count them; arm the MQTT 3.x retransmission."""

@@ -64,7 +64,7 @@ def load_session(current: CommitLog | None, state: DurableState, client_id: str,
     for packet_id, flight in (image.inflight or {}).items():
         message = message_at(current, flight.offset)
         flights.append(RestoredFlight(packet_id, message, flight.qos, flight.retain,
-                                      flight.released))
+                                      flight.released, flight.unsent))
     return SessionLoad(
         client_id, image.level, image.expiry, image.connected,
         tuple(subscription_of(f, options) for f, (options, _) in image.subs.items()),

@@ -36,6 +36,7 @@ from actorbroker.persistence.records import (
     CheckpointCompleted,
     CheckpointStarted,
     OutboundSent,
+    OutboundUnsent,
     PubAckReceived,
     PubCompReceived,
     Publish,
@@ -107,7 +108,7 @@ class DurableState:
             Subscribed: self._subscribed, Unsubscribed: self._unsubscribed,
             WillSet: self._will_set, WillCleared: self._will_gone, WillSent: self._will_gone,
             SessionQueued: self._queued, SessionDropped: self._dropped,
-            SessionCursor: self._cursor, OutboundSent: self._sent,
+            SessionCursor: self._cursor, OutboundSent: self._sent, OutboundUnsent: self._unsent,
             PubAckReceived: self._done, PubCompReceived: self._done,
             PubRecReceived: self._pubrec, PubRelReceived: self._pubrel,
             SharedRouted: self._shared_routed, SharedPending: self._shared_pending,
@@ -357,10 +358,21 @@ class DurableState:
         image = self.sessions.get(record.client_id)
         if image is None:
             return
+        flights = image.flights()
         entry = None if image.queue is None else image.queue.take(record.offset)
-        topic = 0 if entry is None else entry.topic
-        image.flights()[record.packet_id] = Flight(record.offset, record.qos, record.retain,
-                                                   False, topic)
+        if entry is not None:
+            topic = entry.topic
+        else:  # the first send of a flow never written before (OutboundUnsent): it keeps its topic
+            known = flights.get(record.packet_id)
+            topic = known.topic if known is not None and known.offset == record.offset else 0
+        flights[record.packet_id] = Flight(record.offset, record.qos, record.retain, False, topic)
+
+    def _unsent(self, offset: int, record: OutboundUnsent) -> None:
+        image = self.sessions.get(record.client_id)
+        flights = None if image is None else image.inflight
+        flight = None if not flights else flights.get(record.packet_id)
+        if flights and flight is not None and not flight.released:
+            flights[record.packet_id] = flight._replace(unsent=True)  # keeps its place
 
     def _done(self, offset: int, record: PubAckReceived | PubCompReceived) -> None:
         image = self.sessions.get(record.client_id)
@@ -372,7 +384,7 @@ class DurableState:
         flights = None if image is None else image.inflight
         flight = None if not flights else flights.pop(record.packet_id, None)
         if flight is not None and flights is not None:
-            flights[record.packet_id] = flight._replace(released=True)  # now PUBREC order
+            flights[record.packet_id] = flight._replace(released=True, unsent=False)  # PUBREC order
 
     def _pubrel(self, offset: int, record: PubRelReceived) -> None:
         image = self.sessions.get(record.client_id)

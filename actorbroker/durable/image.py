@@ -43,13 +43,16 @@ class FoldPolicy:
 
 
 class Flight(NamedTuple):
-    """An outbound QoS 1/2 flow: the message, how it was sent, whether PUBREC came back."""
+    """An outbound QoS 1/2 flow: the message, how it was sent, whether PUBREC came back,
+    whether the PUBLISH was never written. (Fields are only ever appended: a snapshot
+    unpickles an older, shorter one with the defaults.)"""
 
     offset: int
     qos: int
     retain: bool
     released: bool = False  # PUBREC received: resend PUBREL, never the PUBLISH
     topic: int = 0
+    unsent: bool = False  # OutboundUnsent: the PUBLISH was never written, resend it with DUP=0
 
 
 class SessionImage:

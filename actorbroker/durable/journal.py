@@ -21,9 +21,10 @@ SUBSCRIBE granted / UNSUBSCRIBE            ``Subscribed`` / ``Unsubscribed`` (ev
 Will published / discarded                 ``WillSent`` / ``WillCleared``
 state discarded (expiry, clean start)      ``SessionExpired``
 PUBLISH QoS 1/2 to the client (not DUP)    ``OutboundSent``          durable sessions
-PUBACK / PUBREC / PUBCOMP from the client  ``PubAckReceived`` ...    only: the packets
-PUBREL from the client                     ``PubRelReceived``        after them wait
-a logged message dropped for the client    ``SessionDropped``        until they are stored
+first PUBLISH never written (closed)       ``OutboundUnsent``        only: the packets
+PUBACK / PUBREC / PUBCOMP from the client  ``PubAckReceived`` ...    after them wait
+PUBREL from the client                     ``PubRelReceived``        until they are stored
+a logged message dropped for the client    ``SessionDropped``
 shared messages handed back to the group   ``SessionDropped`` (durable) + ``SharedPending``,
                                            in one append
 =========================================  ======================================
@@ -207,7 +208,8 @@ def sent_records(client_id: str, packets: Iterable[Packet],
 
     ``flights()`` is the core's inflight view (packet id -> (Delivery,
     state)); it is read only when there is such a PUBLISH. Resends (DUP)
-    were journaled when first sent.
+    were journaled when first sent; the DUP=0 resend of a flow never written
+    before (``OutboundUnsent``) is its first send, journaled again.
     """
     out: list[Record] = []
     view: Mapping[int, tuple[object, object]] | None = None

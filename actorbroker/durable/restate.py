@@ -12,9 +12,10 @@ from (tests/unit/durable check ``fold(restate(s)) == s``).
 Per durable session: ``SessionConnected`` (expiry, protocol level),
 ``Subscribed`` per filter, its ``WillSet``, a payload-less ``Publish`` per
 inbound QoS 2 packet id awaiting PUBREL, ``OutboundSent`` per flow in
-flight (and ``PubRecReceived`` for those in the PUBREL stage, in PUBREC
-order), ``SessionQueued`` per queued message, then ``SessionDisconnected``
-(with the time it went offline) unless it was connected. Then the loose
+flight (then ``OutboundUnsent`` for one whose PUBLISH was never written;
+``PubRecReceived`` for those in the PUBREL stage, in PUBREC order),
+``SessionQueued`` per queued message, then ``SessionDisconnected`` (with the
+time it went offline) unless it was connected. Then the loose
 Wills (of clean sessions, or due since their session ended) as ``WillSet``
 records of client ids without a session, a ``SharedPending`` per message a
 shared group still owes, and a self-contained ``RetainedSet`` per retained message (read back from the log with ``read``).
@@ -28,6 +29,7 @@ from collections.abc import Callable, Iterator
 from actorbroker.persistence.records import (
     CheckpointStarted,
     OutboundSent,
+    OutboundUnsent,
     Publish,
     PubRecReceived,
     Record,
@@ -82,6 +84,8 @@ def restate_session(state: DurableState, image: SessionImage, ts: int) -> Iterat
         if not flight.released:
             yield OutboundSent(cid, packet_id, flight.offset, flight.qos, flight.retain,
                                timestamp_us=ts, restated=True)
+            if flight.unsent:
+                yield OutboundUnsent(cid, packet_id, timestamp_us=ts, restated=True)
     for packet_id, flight in flights.items():  # PUBREL stage, in PUBREC order
         if flight.released:
             yield OutboundSent(cid, packet_id, flight.offset, flight.qos, flight.retain,

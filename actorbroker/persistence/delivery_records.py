@@ -16,7 +16,7 @@ from .record_base import SUB_IDS as _SUB_IDS
 from .record_base import Record, record
 from .wire import Kind, wire
 
-__all__ = ["OutboundSent", "PubAckReceived", "PubCompReceived", "PubRecReceived",
+__all__ = ["OutboundSent", "OutboundUnsent", "PubAckReceived", "PubCompReceived", "PubRecReceived",
            "PubRelReceived", "SessionCursor", "SessionDropped", "SessionQueued", "SharedPending",
            "SharedRouted"]
 
@@ -70,6 +70,21 @@ class OutboundSent(Record):
     qos: int = wire(Kind.U8, "delivery QoS, 1 or 2", default=1, maximum=2)
     retain: bool = wire(Kind.BOOL, "RETAIN flag sent", default=False)
     subscription_ids: tuple[int, ...] = wire(Kind.U32_LIST, _SUB_IDS, default=())
+
+
+@record
+class OutboundUnsent(Record):
+    """The PUBLISH of the flow ``packet_id`` (its ``OutboundSent``) was never written: the
+    connection ended first.
+
+    Its next send is the first attempt, with DUP=0 ([MQTT-3.3.1-1]); that
+    send's ``OutboundSent`` (under the same packet id) clears the mark. Lost
+    in a crash, it costs a DUP=1 on a message the client never had.
+    """
+
+    TYPE: ClassVar[int] = 32
+    client_id: str = wire(Kind.TEXT, _CLIENT)
+    packet_id: int = wire(Kind.U16, _PACKET_ID)
 
 
 @record

@@ -36,6 +36,7 @@ from actorbroker.errors import CorruptRecordError
 
 from .delivery_records import (
     OutboundSent,
+    OutboundUnsent,
     PubAckReceived,
     PubCompReceived,
     PubRecReceived,
@@ -55,7 +56,8 @@ from .wire import BodyCodec, Kind, wire
 
 __all__ = [
     "ENVELOPE", "FLAG_RESTATED", "RECORD_TYPES", "CheckpointCompleted", "CheckpointStarted",
-    "DisconnectCause", "OutboundSent", "PubAckReceived", "PubCompReceived", "PubRecReceived",
+    "DisconnectCause", "OutboundSent", "OutboundUnsent", "PubAckReceived", "PubCompReceived",
+    "PubRecReceived",
     "PubRelReceived", "Publish", "Record", "RetainedCleared", "RetainedSet", "SessionConnected",
     "SessionCursor", "SessionDisconnected", "SessionDropped", "SessionExpired", "SessionQueued",
     "SharedPending", "SharedRouted", "Subscribed",
@@ -237,7 +239,7 @@ RECORD_TYPES: dict[int, type[Record]] = {
         Publish, RetainedSet, RetainedCleared,
         SessionConnected, SessionDisconnected, Subscribed, Unsubscribed,
         WillSet, WillCleared, WillSent, SessionExpired,
-        SessionQueued, SessionCursor, OutboundSent, SessionDropped,
+        SessionQueued, SessionCursor, OutboundSent, OutboundUnsent, SessionDropped,
         PubAckReceived, PubRecReceived, PubCompReceived, PubRelReceived,
         SharedRouted, SharedPending,
         CheckpointStarted, CheckpointCompleted,

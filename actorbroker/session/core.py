@@ -17,6 +17,7 @@ How the actor drives it::
     Deliver(message, qos) from a topic        -> deliver_now(messages, qos, now) (the fan-out
                                                  fast path: packets, no effects), else deliver(...)
     the connection's output backs up / drains -> hold_output() / release_output(now, limit)
+    first PUBLISHes never written (it closed)  -> unsent(packet_ids): resent with DUP=0
     registry answered RequestSubscribe        -> subscribed(packet_id, results, retained, now)
     registry answered RequestUnsubscribe      -> unsubscribed(packet_id, now)
     a timer fired                             -> on_timer(name, now)
@@ -184,8 +185,8 @@ class SessionCore(OutboundRules, Mqtt5Rules):
 
         Sends CONNACK (Session Present when a persistent session resumes,
         [MQTT-3.2.2-2]; never at MQTT 3.1, whose CONNACK has no such flag),
-        then every unacknowledged PUBLISH with DUP=1 and every PUBREL in their
-        order ([MQTT-4.4.0-1]), then as much of the queue as the window takes.
+        then every unacknowledged PUBLISH with DUP=1 (DUP=0 if it was never
+        written, :meth:`unsent`) and every PUBREL in their order ([MQTT-4.4.0-1]), then as much of the queue as the window takes.
         Clean Session 1 (or a clean session taken over) discards the old state
         first ([MQTT-3.1.2-6]). MQTT 5: ``assigned`` says the broker made the
         client id up, ``auth_data`` is the last Authentication Data of an

@@ -8,6 +8,11 @@ PUBLISHes were sent; an entry whose PUBREC arrived moves to the end, so that
 a resend after reconnect writes PUBLISHes in their original order
 ([MQTT-4.6.0-1]) and PUBRELs in the order of their PUBRECs ([MQTT-4.6.0-3]).
 The window size (how many may be in flight) is the caller's policy.
+
+Each flow remembers whether its PUBLISH was handed to a connection
+(``sent``): the session's actor reports with :meth:`Inflight.unsent` the
+first PUBLISHes it never wrote (held for the commit log when the connection
+closed), and their next send is then a first one, DUP=0 ([MQTT-3.3.1-1]).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ _S = OutboundState
 class _Entry:
     delivery: Delivery
     state: OutboundState
+    sent: bool = True  # False: its PUBLISH never reached a connection (see the module doc)
 
 
 @quick_init
@@ -94,15 +100,39 @@ class Inflight:
         return entry.delivery
 
     def resend(self, now: float) -> list[Packet]:
-        """Every unacknowledged PUBLISH with DUP=1 and every PUBREL, in order ([MQTT-4.4.0-1])."""
+        """Every unacknowledged PUBLISH and every PUBREL, in order ([MQTT-4.4.0-1]).
+
+        A PUBLISH is sent again with DUP=1, except one that never reached a
+        connection (:meth:`unsent`): DUP=0, the first attempt to send it
+        ([MQTT-3.3.1-1]). Each counts as handed to the connection now; the
+        caller reports any it keeps back (:meth:`unsent`).
+        """
         packets: list[Packet] = []
         for packet_id, entry in self._entries.items():
             entry.state = table.advance(entry.state, table.RESEND, packet_id)
             if entry.state is _S.AWAIT_PUBCOMP:
                 packets.append(PubRel(packet_id))
             else:
-                packets.append(entry.delivery.to_publish(packet_id, dup=True, now=now))
+                # [MQTT-3.3.1-1]: DUP=1 only if the PUBLISH may have been received before.
+                packets.append(entry.delivery.to_publish(packet_id, dup=entry.sent, now=now))
+                entry.sent = True
         return packets
+
+    def unsent(self, packet_id: int) -> bool:
+        """The PUBLISH of ``packet_id``'s flow was never written: its next send is a first one.
+
+        False (nothing changes) for an unknown id and for a flow in the
+        PUBREL stage (the client had the PUBLISH).
+        """
+        entry = self._entries.get(packet_id)
+        if entry is None or entry.state is _S.AWAIT_PUBCOMP:
+            return False
+        entry.sent = False
+        return True
+
+    def handed(self, packet_id: int) -> None:
+        """The PUBLISH of ``packet_id``'s flow goes to the connection now (a deferred resend)."""
+        self._entries[packet_id].sent = True
 
     def clear(self) -> list[Delivery]:
         """Forget every flow; return the deliveries the client has not acknowledged.

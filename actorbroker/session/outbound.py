@@ -5,9 +5,9 @@
 direction, driven by the rest of the broker rather than by the client: a
 delivery from a topic, the connection's output backing up or draining, and
 the registry's answers to SUBSCRIBE and UNSUBSCRIBE (SUBACK, then retained
-messages; UNSUBACK). It lives apart so that the core stays one readable
-module (STYLE.md: under 400 lines); the methods are found on the class like
-any other, so :meth:`~OutboundRules.deliver`, the fan-out hot path, costs
+messages; UNSUBACK), and the actor's report of PUBLISHes it never wrote.
+It lives apart so that the core stays one readable module (STYLE.md:
+under 400 lines); the methods are found on the class like any other, so :meth:`~OutboundRules.deliver`, the fan-out hot path, costs
 no extra call.
 
 :func:`send_effects` is the core's shared "a Send, then these effects"
@@ -104,6 +104,17 @@ class OutboundRules:
                 return None
             packets.append(message.to_publish(qos=0, now=now))
         return packets
+
+    def unsent(self, packet_ids: Iterable[int]) -> list[int]:
+        """The actor never wrote the first PUBLISH of these flows (its connection closed first).
+
+        Their next send (the resend when a connection attaches) is then the
+        first attempt, DUP=0 ([MQTT-3.3.1-1]); a flow whose PUBLISH was
+        written keeps DUP=1. Returns the ids it marked: those still in
+        flight before their PUBREL stage.
+        """
+        inflight = self._outbox.inflight
+        return [packet_id for packet_id in packet_ids if inflight.unsent(packet_id)]
 
     @property
     def queue(self) -> OutboundQueue:

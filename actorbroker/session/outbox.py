@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterator
 
-from actorbroker.codec import Packet, PubAck, PubComp, PubRec
+from actorbroker.codec import Packet, PubAck, PubComp, PubRec, Publish
 
 from .effects import DropReason, Dropped
 from .inflight import Inflight
@@ -114,13 +114,17 @@ class Outbox:
             return packets, []
         if deferred:  # resend one if the client has fewer unacknowledged than its maximum
             if len(self.inflight) - len(deferred) < self.window:
-                packets.append(deferred.popleft())
+                resent = deferred.popleft()
+                if isinstance(resent, Publish) and not resent.dup and resent.packet_id is not None:
+                    self.inflight.handed(resent.packet_id)
+                packets.append(resent)
             return packets, []
         drained, dropped = self.drain(now)
         return packets + drained, dropped
 
     def resume(self, now: float) -> tuple[list[Packet], list[Dropped]]:
-        """On reconnect: every unacknowledged PUBLISH (DUP=1) and PUBREL, then the queue."""
+        """On reconnect: every unacknowledged PUBLISH (DUP=1, or 0 if it was never written)
+        and PUBREL, then the queue."""
         self.held = False  # a new connection: nothing backs up yet
         too_large: list[Dropped] = []
         fits = self.fits
@@ -129,6 +133,9 @@ class Outbox:
                 too_large.append(Dropped(delivery.message, delivery.qos, DropReason.TOO_LARGE))
         packets = self.inflight.resend(now)
         self.deferred = deque(packets[self.window:])  # [MQTT-3.3.4-9]
+        for packet in self.deferred:  # not handed over yet: a first send stays one
+            if isinstance(packet, Publish) and not packet.dup and packet.packet_id is not None:
+                self.inflight.unsent(packet.packet_id)
         packets = packets[:self.window]
         drained, dropped = self.drain(now)
         return packets + drained, too_large + dropped

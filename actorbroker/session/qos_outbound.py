@@ -7,7 +7,8 @@ One state per outbound packet identifier (sections 4.3.2 and 4.3.3):
     AWAIT_PUBREC --PUBREC_ERROR--> DONE           (MQTT 5: PUBREC reason >= 0x80, no PUBREL)
     AWAIT_PUBCOMP --PUBREC--> AWAIT_PUBCOMP       duplicate PUBREC: PUBREL again
     AWAIT_* --RESEND--> same state                reconnect: PUBLISH with DUP=1, or PUBREL
-                                                  ([MQTT-4.4.0-1])
+                                                  ([MQTT-4.4.0-1]); DUP=0 for a PUBLISH
+                                                  never written ([MQTT-3.3.1-1], inflight.py)
 
 Events are the acknowledgement packet names plus the broker's own
 ``SEND_QOS1``, ``SEND_QOS2``, ``PUBREC_ERROR`` and ``RESEND``. An

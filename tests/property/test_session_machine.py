@@ -14,6 +14,10 @@ core and checks, after every step:
 * a reconnect resends every live flow, as the client sees it: the packets
   sent (PUBLISH DUP=1 in first-send order, then PUBREL in PUBREC order) are
   compared with the model's flows, not with the core's own table;
+* a PUBLISH the client never got (its connection closed before the packets
+  were written, and the actor said so with ``SessionCore.unsent``) is
+  resent as a first send, DUP=0, in its place; any other resend has DUP=1
+  ([MQTT-3.3.1-1]);
 * a QoS 2 message is never sent again once its PUBREC was received;
 * client QoS 2 PUBLISH retries before PUBREL are not routed twice.
 """
@@ -90,6 +94,8 @@ class SessionMachine(RuleBasedStateMachine):
         self.inbound_awaiting: set[int] = set()
         self.send_order: list[int] = []  # packet ids of live flows, in first-send order
         self.rel_order: list[int] = []  # packet ids whose PUBREC the core got, in that order
+        self.wire_open = True  # False: the connection closed, what the core sends is lost
+        self.unwritten: dict[int, int] = {}  # n -> packet id of a flow the client never got
         self.expect_present = False
         self.attach(clean=False)
 
@@ -104,6 +110,7 @@ class SessionMachine(RuleBasedStateMachine):
         # model's own record of live flows, and checked against the packets the attach sends.
         owed = [] if clean or discards else self.resends_owed()
         effects = self.core.attach(Connect("MQTT", 4, "c", clean, 0), self.tick())
+        self.wire_open = True
         if clean or discards:
             self.discarded(effects)
         resent = [(type(p).__name__, p.packet_id) for e in effects if isinstance(e, Send)
@@ -135,11 +142,15 @@ class SessionMachine(RuleBasedStateMachine):
         self.send_order.clear()
         self.rel_order.clear()
         self.inbound_awaiting.clear()
+        self.unwritten.clear()
         self.expect_present = False
 
     def process(self, effects: list[Effect]) -> None:
         for effect in effects:
             if isinstance(effect, Send):
+                if not self.wire_open:
+                    self.lose(effect.packets)
+                    continue
                 for packet in effect.packets:
                     self.receive(packet)
             elif isinstance(effect, Dropped):
@@ -147,6 +158,27 @@ class SessionMachine(RuleBasedStateMachine):
             else:
                 assert isinstance(effect, RequestUnsubscribe | EndSession | Route | Close | CancelTimer
                                   | StartTimer | PublishWill), effect
+
+    def lose(self, packets: tuple[Packet, ...]) -> None:
+        """The connection had closed: the client gets none of ``packets``. As the actor does,
+        tell the core which first PUBLISHes of flows were never written."""
+        first: list[int] = []
+        for packet in packets:
+            if not isinstance(packet, Publish):
+                continue  # a PUBREL is resent on reconnect; a PUBACK/PUBREC the client retries
+            n = int(packet.payload)
+            if packet.qos == 0:
+                if n in self.unsent:
+                    self.unsent.remove(n)  # QoS 0: lost with the connection (at most once)
+                continue
+            assert packet.packet_id is not None
+            assert not packet.dup  # resends go out only at attach, on an open connection
+            assert self.unsent and self.unsent[0] == n, (list(self.unsent), n)  # FIFO
+            self.unsent.popleft()
+            self.unwritten[n] = packet.packet_id
+            first.append(packet.packet_id)
+        if first:
+            assert self.core.unsent(first) == first
 
     def receive(self, packet: Packet) -> None:
         """What the client sees."""
@@ -173,10 +205,14 @@ class SessionMachine(RuleBasedStateMachine):
         if packet.qos == 2:
             assert n not in self.pubreced, f"QoS 2 message {n} sent again after PUBREC"
         if packet.dup:
-            assert self.sent_id[n] == packet.packet_id  # original packet id
+            assert self.sent_id[n] == packet.packet_id  # original packet id, sent before
         else:
-            assert self.unsent and self.unsent[0] == n, (list(self.unsent), n)  # FIFO
-            self.unsent.popleft()
+            if n in self.unwritten:  # never written before: its first send, in its place
+                assert next(iter(self.unwritten)) == n, (self.unwritten, n)
+                assert self.unwritten.pop(n) == packet.packet_id  # its packet id kept
+            else:
+                assert self.unsent and self.unsent[0] == n, (list(self.unsent), n)  # FIFO
+                self.unsent.popleft()
             assert packet.packet_id not in self.live_ids
             self.sent_id[n] = packet.packet_id
             self.live_ids.add(packet.packet_id)
@@ -257,6 +293,13 @@ class SessionMachine(RuleBasedStateMachine):
         assert self.core.handle(PubRel(packet_id), self.tick()) == [Send((PubComp(packet_id),))]
         self.inbound_awaiting.discard(packet_id)
 
+    @precondition(lambda self: self.core.attached and self.wire_open)
+    @rule()
+    def connection_closes_first(self) -> None:
+        """The transport closed (e.g. it read the client's DISCONNECT after its acks): the
+        session's packets from now on are never written, until a connection attaches."""
+        self.wire_open = False
+
     @precondition(lambda self: self.core.state is SessionState.CONNECTED)
     @rule(send_disconnect=st.booleans())
     def connection_lost(self, send_disconnect: bool) -> None:
@@ -277,6 +320,7 @@ class SessionMachine(RuleBasedStateMachine):
         if self.core.state is SessionState.ENDED:
             self.core = SessionCore("c", self.config)
             self.pubreced.clear()
+            assert not self.unwritten
         self.attach(clean=clean)  # checks the resends against the packets sent
         self.expect_present = False
 
@@ -314,7 +358,7 @@ class SessionMachine(RuleBasedStateMachine):
 
     @invariant()
     def packet_ids_are_the_live_flows(self) -> None:
-        assert set(self.core.inflight) == self.live_ids
+        assert set(self.core.inflight) == self.live_ids | set(self.unwritten.values())
         assert all(1 <= pid <= 0xFFFF for pid in self.live_ids)
 
     @invariant()

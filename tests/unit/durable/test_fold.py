@@ -20,6 +20,7 @@ from actorbroker.persistence.records import (
     CheckpointCompleted,
     CheckpointStarted,
     OutboundSent,
+    OutboundUnsent,
     PubAckReceived,
     PubCompReceived,
     PubRecReceived,
@@ -99,6 +100,21 @@ def test_outbound_flows_move_from_queue_to_flight_and_end_with_their_acks() -> N
     assert list(flights) == [3] and log.state.needed_from() == m3
     log.add(SessionDropped("s", m3, "too_large", timestamp_us=TS))  # MQTT 5 drops flights too
     assert list(flights) == [] and log.state.needed_from() is None
+
+
+def test_a_flight_never_written_is_marked_until_it_is_sent_again() -> None:
+    log = Log()
+    log.add(connected("s"), subscribed("s", "t", 2))
+    m1, m2, m3 = log.add(publish("t", 1), publish("u", 1), publish("t", 2))
+    log.add(OutboundSent("s", 1, m1, 1, timestamp_us=TS),
+            OutboundSent("s", 2, m2, 1, timestamp_us=TS), OutboundSent("s", 3, m3, 2, timestamp_us=TS), PubRecReceived("s", 3, timestamp_us=TS),
+            OutboundUnsent("s", 2, timestamp_us=TS), OutboundUnsent("s", 3, timestamp_us=TS),
+            OutboundUnsent("s", 9, timestamp_us=TS), disconnected("s"))
+    flights = log.state.sessions["s"].inflight or {}
+    # The PUBREL stage and an unknown id are not marked: the client had that PUBLISH.
+    assert [(pid, f.unsent) for pid, f in flights.items()] == [(1, False), (2, True), (3, False)]
+    log.add(connected("s"), OutboundSent("s", 2, m2, 1, timestamp_us=TS))  # sent with DUP=0
+    assert [(pid, f.unsent) for pid, f in flights.items()] == [(1, False), (2, False), (3, False)]
 
 
 def test_inbound_qos2_packet_ids_open_with_the_publish_and_close_with_pubrel() -> None:
@@ -192,7 +208,8 @@ def describe(log: Log) -> dict[str, Any]:
             image.level, image.expiry, image.connected, None if image.connected else image.since_us,
             dict(image.subs), None if image.will is None else image.will.payload,
             sorted(image.inbound or ()),
-            [(pid, f.offset, f.qos, f.retain, f.released) for pid, f in (image.inflight or {}).items()],
+            [(pid, f.offset, f.qos, f.retain, f.released, f.unsent)
+             for pid, f in (image.inflight or {}).items()],
             [(e.offset, e.qos, e.retain, e.size, state.topic_of(e.topic)) for e in image.queue or ()],
         )
     retained = {topic: getattr(log.read(offset), "payload") for topic, offset in state.retained.items()}
@@ -204,7 +221,7 @@ def describe(log: Log) -> dict[str, Any]:
 
 events = st.lists(st.tuples(
     st.sampled_from(["connect", "disconnect", "subscribe", "unsubscribe", "publish", "sent",
-                     "ack", "pubrec", "pubrel", "expire", "will", "drop", "queue", "routed",
+                     "unsent", "ack", "pubrec", "pubrel", "expire", "will", "drop", "queue", "routed",
                      "owe"]),
     st.sampled_from(CLIENTS), st.integers(0, 4), st.booleans(), st.sampled_from(TOPICS)),
     max_size=60)
@@ -248,6 +265,8 @@ def fold_and_restate(log: Log, steps: list[tuple[str, str, int, bool, str]]) -> 
         elif kind == "sent" and published:
             log.add(OutboundSent(cid, n + 1, published[-1 - n % len(published)], 1 + flag,
                                  timestamp_us=ts))
+        elif kind == "unsent":
+            log.add(OutboundUnsent(cid, n + 1, timestamp_us=ts))
         elif kind == "ack":
             log.add((PubAckReceived if flag else PubCompReceived)(cid, n + 1, timestamp_us=ts))
         elif kind == "pubrec":

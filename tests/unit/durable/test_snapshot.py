@@ -18,7 +18,9 @@ from actorbroker.durable.snapshot import (
     read_snapshot,
     write_snapshot,
 )
-from actorbroker.persistence.records import SessionConnected, Subscribed
+from actorbroker.durable.image import Flight
+from actorbroker.persistence.records import (OutboundSent, OutboundUnsent, SessionConnected,
+                                             Subscribed)
 
 VERSION = "actorbroker test, state 1"
 
@@ -59,6 +61,28 @@ def test_a_state_comes_back_from_its_snapshot(tmp_path: Path) -> None:
     assert offset == 90 and loaded.sessions["s"].subs == {"t/#": (1, 0)}
     loaded.apply(90, SessionConnected("t", expiry_interval=1, timestamp_us=2), 120)  # handlers back
     assert set(loaded.sessions) == {"s", "t"}
+
+
+def test_a_flight_never_written_keeps_its_mark_in_the_snapshot(tmp_path: Path) -> None:
+    key = load_key(tmp_path)
+    state = DurableState()
+    state.apply(0, SessionConnected("s", expiry_interval=60, timestamp_us=1), 50)
+    state.apply(50, OutboundSent("s", 7, 0, 1, timestamp_us=1), 90)
+    state.apply(90, OutboundUnsent("s", 7, timestamp_us=1), 120)
+    write_snapshot(tmp_path, key, state, 120, VERSION)
+    found = read_snapshot(tmp_path, key, VERSION)
+    assert found is not None
+    flights = found[0].sessions["s"].inflight
+    assert flights is not None and flights[7].unsent
+
+
+def test_a_snapshot_of_a_flight_from_before_the_mark_unpickles_unmarked(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Pickled as a version without ``unsent`` did (five fields), loaded by this one.
+    monkeypatch.setattr(Flight, "__getnewargs__", lambda self: tuple(self)[:5])
+    data = dill.dumps(Flight(5, 1, False, False, 3, True))
+    monkeypatch.undo()
+    assert dill.loads(data) == Flight(5, 1, False, False, 3, False)
 
 
 def test_a_tampered_snapshot_is_never_unpickled(tmp_path: Path, caplog: pytest.LogCaptureFixture

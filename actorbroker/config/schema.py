@@ -138,15 +138,29 @@ class LimitsConfig:
     """Limits per client, the same on every listener."""
 
     max_packet_size: int = option(
-        PROTOCOL_MAX_PACKET_SIZE,
+        1024 * 1024,
         minimum=20,
         maximum=PROTOCOL_MAX_PACKET_SIZE,
         unit="bytes",
         help="""Largest packet accepted from a client, in bytes, headers included.
         A client that sends a larger one is disconnected (MQTT 5: reason 0x95,
-        Packet too large); MQTT 5 clients are told the limit in CONNACK. The
-        default is the largest size MQTT can encode (256 MiB). Below 20 is refused, as in
-        Mosquitto: it would refuse ordinary CONNECT packets.""",
+        Packet too large) as soon as the packet's header announces the size,
+        before its body is read; MQTT 5 clients are told the limit in CONNACK.
+        The default is 1 MiB; up to 268435455 (256 MiB, the largest size MQTT
+        can encode) may be set. Below 20 is refused, as in Mosquitto: it would
+        refuse ordinary CONNECT packets.""",
+    )
+    max_connect_size: int = option(
+        64 * 1024,
+        minimum=20,
+        maximum=PROTOCOL_MAX_PACKET_SIZE,
+        unit="bytes",
+        help="""Largest packet accepted before the broker has accepted the client
+        (its CONNECT, MQTT 5 AUTH packets, anything sent ahead of the
+        CONNACK), in bytes; the smaller of this and max_packet_size applies.
+        A stranger who has not authenticated cannot make the broker hold more
+        than this per socket. A larger CONNECT closes the connection (MQTT 5:
+        0x95, Packet too large).""",
     )
     max_inflight_messages: int = option(
         20,
@@ -197,7 +211,10 @@ class LimitsConfig:
         above=0,
         unit="seconds",
         help="""Seconds a new connection has to send its CONNECT packet; a socket
-        that has not by then is closed.""",
+        that has not by then is closed. It also bounds how long any one packet
+        may take to arrive once its first byte came, keep alive 0 included: a
+        client that trickles a packet slower than that (a slowloris) is
+        closed.""",
     )
     max_client_id_length: int = option(
         65535,

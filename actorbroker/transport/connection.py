@@ -49,7 +49,7 @@ from .gateway import Connection, Gateway, SessionPort
 from .output import FlushQueue, Outbox
 from .settings import ConnectionSettings
 from .stats import TransportStats
-from .timers import IdleTimer
+from .timers import IdleTimer, StallTimer
 
 __all__ = ["MqttConnection"]
 
@@ -77,7 +77,8 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
         self._settings = settings
         self._stats = stats
         self._loop = loop
-        self._decoder = Decoder(max_packet_size=settings.max_packet_size)
+        self._decoder = Decoder(max_packet_size=settings.max_packet_size,
+                                max_connect_size=settings.max_connect_size)
         self._gate = InboundGate()
         self._port: SessionPort | None = None
         self._head = b""
@@ -91,7 +92,9 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
         self._closing = False
         self._lost = False
         self._lost_told = False
-        self._idle = IdleTimer(loop, self._keepalive_expired, lambda: bool(self._paused))
+        self._idle = IdleTimer(loop, self._keepalive_expired, self._held)
+        self._stall = StallTimer(loop, settings.connect_timeout, self._packet_stalled, self._held,
+                                 self._buffered_in)
         self._timer: asyncio.TimerHandle | None = None  # the connect timeout
         self._abort_timer: asyncio.TimerHandle | None = None
         #: An MQTT 5 client that allows Reason Strings (Request Problem Information).
@@ -206,7 +209,10 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
         try:
             if self._gate.state is _S.AWAIT_CONNECT and len(self._head) < _SNIFF:
                 self._head += data[:_SNIFF]
-            packets = self._decoder.feed(data)
+            decoder = self._decoder
+            packets = decoder.feed(data)
+            if decoder.buffered and (packets or not self._stall.armed):
+                self._stall.started()  # a packet began in this read and is not finished
             if packets:
                 self._stats.packets_in += len(packets)
                 self._idle.touch()
@@ -227,8 +233,10 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
             self._abort_timer.cancel()
             self._abort_timer = None
         self._stats.connections_current -= 1
-        self._credits.cancel()
-        self._outbox.clear()
+        self._credits.detach()
+        self._outbox.detach()
+        self._idle.detach()
+        self._stall.detach()
         self.transport = None
         if not self._closing:
             self._closing = True
@@ -340,6 +348,13 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
         if was and not self._paused and self.transport is not None and not self._closing:
             self.transport.resume_reading()
             self._idle.touch()  # time paused by us is not the client's silence
+
+    def _held(self) -> bool:
+        """Reading is paused by us: the peer's silence is ours."""
+        return bool(self._paused)
+
+    def _buffered_in(self) -> int:
+        return self._decoder.buffered
 
     # -- output --------------------------------------------------------------
 

@@ -104,7 +104,9 @@ class ConnectionEndings:
         if self._closing:
             return
         self._stats.protocol_errors += 1
-        log.warning("conn %d %s: protocol error, closing: %s", self.conn_id, self._who(), exc)
+        # The text, not the exception: a kept log record (a test's capture, a memory
+        # handler) would keep its traceback's frames, this connection among them.
+        log.warning("conn %d %s: protocol error, closing: %s", self.conn_id, self._who(), str(exc))
         level = self.protocol_level or sniff_level(self._head)
         if exc.reason_code == ReasonCode.UNSUPPORTED_PROTOCOL_VERSION and not self._gate.connack_sent:
             # [MQTT-3.1.2-2] (3.1.1): CONNACK 0x01 in the form every version can read.
@@ -127,6 +129,15 @@ class ConnectionEndings:
             log.info("conn %d %s: no CONNECT within %gs, closing", self.conn_id, self._who(),
                      self._settings.connect_timeout)
             self._shutdown("connect timeout", graceful=False)
+
+    def _packet_stalled(self) -> None:
+        """One packet took longer than ``connect_timeout`` to arrive (a slowloris)."""
+        if self._closing:
+            return
+        self._stats.stalled_packets += 1
+        log.info("conn %d %s: a packet still unfinished after %gs, closing", self.conn_id,
+                 self._who(), self._settings.connect_timeout)
+        self._shutdown("packet too slow to arrive", graceful=False)
 
     def _keepalive_expired(self) -> None:
         if self._closing:

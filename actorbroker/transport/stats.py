@@ -27,6 +27,7 @@ FIELDS: Final = (
     "writes",                 # transport writes: one per flush, however many packets
     "connect_timeouts",       # sockets closed for sending no CONNECT in time
     "keepalive_timeouts",     # connections closed at 1.5 x keepalive of silence
+    "stalled_packets",        # connections closed: one packet took over connect_timeout to arrive
     "protocol_errors",        # connections closed for malformed or illegal packets
     "output_overflows",       # connections closed: output buffer beyond its hard limit
     "read_pauses",            # times reading paused because batches were outstanding
@@ -50,6 +51,7 @@ class TransportStats:
     writes: int
     connect_timeouts: int
     keepalive_timeouts: int
+    stalled_packets: int
     protocol_errors: int
     output_overflows: int
     read_pauses: int

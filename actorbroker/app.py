@@ -66,6 +66,7 @@ from actorbroker.actors.durable_tree import STORAGE_START_TIMEOUT, durable_child
 from actorbroker.codec import Properties, ReasonCode
 from actorbroker.config import Config, ListenerConfig
 from actorbroker.errors import AuthError
+from actorbroker.logbudget import LineBudget
 from actorbroker.startup import BrokerStartError, Preflight, held_tracebacks, preflight, root_cause
 from actorbroker.transport import TransportStats, new_event_loop, run, start_listener
 from supervisors import (
@@ -105,6 +106,7 @@ class Broker:
         self._exit: Any = None
         self._bound: list[ListenerHandle | None] = [None] * len(self.config.listeners)
         self.stats = TransportStats()
+        self._log_budget: LineBudget | None = None
 
     # -- where it listens ------------------------------------------------------
 
@@ -141,6 +143,7 @@ class Broker:
         if self._root is not None:
             raise RuntimeError("the broker was started already")
         prepared = await preflight(self.config)  # nothing on disk or in the tree yet
+        self._log_budget = LineBudget.install()  # a flood of clients must not flood the log
         if self.config.node.data_dir is None:
             log.info("no data directory: sessions and messages are kept in memory only "
                      "([node] data_dir keeps them)")
@@ -223,6 +226,8 @@ class Broker:
         reason = await self._exit
         if self.node is not None:
             self.node.metrics.drop_log.flush()
+        if self._log_budget is not None:
+            self._log_budget.flush()
         log.info("actorbroker stopped (%s)", reason)
 
     async def wait(self) -> ExitReason:

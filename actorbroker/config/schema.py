@@ -217,7 +217,7 @@ class LimitsConfig:
         closed.""",
     )
     max_client_id_length: int = option(
-        65535,
+        256,
         minimum=23,
         maximum=65535,
         rule="[MQTT-3.1.3-5]",
@@ -225,7 +225,10 @@ class LimitsConfig:
         one is refused (CONNACK 0x85, Client Identifier not valid; MQTT 3:
         0x02, identifier rejected). Every broker must accept 1 to 23
         characters [MQTT-3.1.3-5], so less than 23 is refused. MQTT 3.1
-        clients are held to 23 by their own specification.""",
+        clients are held to 23 by their own specification. The default, 256,
+        fits UUIDs, host names and device paths; the protocol allows up to
+        65535 (Mosquitto's limit), which this option may set. Log lines show at
+        most 64 characters of an id, and a hash of the rest.""",
     )
     max_keepalive: int = option(
         65535,

@@ -38,6 +38,7 @@ from actorbroker.codec import (
     Properties,
     ProtocolError,
     encode,
+    shown,
 )
 from actorbroker.codec.states import ConnectionState
 from actorbroker.messages import Drained, Inbound
@@ -384,7 +385,7 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
     def _who(self) -> str:
         host, port = self.peer
         who = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-        return who if self.client_id is None else f"{who} client {self.client_id!r}"
+        return who if self.client_id is None else f"{who} client {shown(self.client_id)}"
 
     def __repr__(self) -> str:
         return f"<MqttConnection {self.conn_id} {self._who()} {self._gate.state.name}>"

@@ -40,7 +40,7 @@ EXPECTED_DEFAULTS: dict[tuple[str, str], object] = {
     ("limits", "queue_qos0_messages"): False,
     ("limits", "backpressure_timeout"): 1.0,
     ("limits", "connect_timeout"): 10.0,
-    ("limits", "max_client_id_length"): 65535,
+    ("limits", "max_client_id_length"): 256,
     ("limits", "max_keepalive"): 65535,
     ("limits", "max_qos"): 2,
     ("limits", "max_publish_rate"): 0.0,

@@ -68,7 +68,8 @@ from actorbroker.config import Config, ListenerConfig
 from actorbroker.errors import AuthError
 from actorbroker.logbudget import LineBudget
 from actorbroker.startup import BrokerStartError, Preflight, held_tracebacks, preflight, root_cause
-from actorbroker.transport import TransportStats, new_event_loop, run, start_listener
+from actorbroker.transport import (OverloadGuard, TransportStats, new_event_loop, run,
+                                   start_listener)
 from supervisors import (
     ChildKind,
     ChildSpec,
@@ -107,6 +108,7 @@ class Broker:
         self._bound: list[ListenerHandle | None] = [None] * len(self.config.listeners)
         self.stats = TransportStats()
         self._log_budget: LineBudget | None = None
+        self._guard: OverloadGuard | None = None
 
     # -- where it listens ------------------------------------------------------
 
@@ -144,6 +146,10 @@ class Broker:
             raise RuntimeError("the broker was started already")
         prepared = await preflight(self.config)  # nothing on disk or in the tree yet
         self._log_budget = LineBudget.install()  # a flood of clients must not flood the log
+        limits = self.config.limits
+        self._guard = OverloadGuard(asyncio.get_running_loop(), limits.max_memory,
+                                    limits.max_loop_lag)
+        self._guard.start()
         if self.config.node.data_dir is None:
             log.info("no data directory: sessions and messages are kept in memory only "
                      "([node] data_dir keeps them)")
@@ -170,6 +176,7 @@ class Broker:
             await which_children(self._root)  # answered once every child has started
         except ActorDeadError:
             reason = await self._exit
+            self._guard.stop()
             prepared.failed()
             raise BrokerStartError(f"the broker failed to start: {root_cause(reason)}") from None
         log.info("actorbroker started: listening on %s",
@@ -206,7 +213,8 @@ class Broker:
     async def _open(self, listener: ListenerConfig, gateway: SessionGateway,
                     prepared: Preflight, index: int) -> ListenerHandle:
         handle: ListenerHandle = await start_listener(listener, self.config.limits, gateway,
-                                                      self.stats, sockets=prepared.take(index))
+                                                      self.stats, sockets=prepared.take(index),
+                                                      guard=self._guard)
         reference = self.settings.server_reference
         if reference:  # MQTT 5: tell clients where to go when this node shuts down
             code = (ReasonCode.SERVER_MOVED if self.settings.server_moved
@@ -224,6 +232,8 @@ class Broker:
             return
         shutdown(root)
         reason = await self._exit
+        if self._guard is not None:
+            self._guard.stop()
         if self.node is not None:
             self.node.metrics.drop_log.flush()
         if self._log_budget is not None:

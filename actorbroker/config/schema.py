@@ -128,6 +128,25 @@ class ListenerConfig:
         unlimited as -1, here it is 0. The process's open file limit
         (ulimit -n) caps it too.""",
     )
+    max_connections_per_ip: int = option(
+        0,
+        minimum=0,
+        zero="unlimited",
+        help="""Most connections from one source IP address at once through this
+        listener; beyond it a new socket is closed as soon as it is accepted.
+        Leave it unlimited when many clients share an address (NAT, a
+        gateway).""",
+    )
+    max_connect_rate_per_ip: float = option(
+        0.0,
+        minimum=0,
+        zero="unlimited",
+        unit="connections per second",
+        help="""New connections one source IP address may open per second
+        through this listener, on average; as many as one second's worth may
+        come at once. Sockets beyond it are closed as soon as they are
+        accepted, before anything is read from them.""",
+    )
 
     def __post_init__(self) -> None:
         check_section(self, "listeners")
@@ -229,6 +248,27 @@ class LimitsConfig:
         fits UUIDs, host names and device paths; the protocol allows up to
         65535 (Mosquitto's limit), which this option may set. Log lines show at
         most 64 characters of an id, and a hash of the rest.""",
+    )
+    max_memory: int = option(
+        0,
+        minimum=0,
+        zero="not watched",
+        unit="bytes",
+        help="""Overload protection: while the broker's resident memory is above
+        this, new connections are refused at their CONNECT (MQTT 5: 0x89,
+        Server busy; MQTT 3: 0x03, Server unavailable) and the broker logs
+        why; clients already connected are served as before. Sampled four
+        times a second.""",
+    )
+    max_loop_lag: float = option(
+        0.0,
+        minimum=0,
+        zero="not watched",
+        unit="seconds",
+        help="""Overload protection: while the event loop runs this late (the
+        time any callback waits behind the others, sampled four times a
+        second), new connections are refused as with max_memory. 0.5 suits a
+        broker whose clients expect answers within a second.""",
     )
     max_keepalive: int = option(
         65535,

@@ -14,12 +14,15 @@ Modules: :mod:`.gateway` (the interface, as Protocols), :mod:`.server`
 :mod:`.connection` (one MQTT connection as an asyncio Protocol), :mod:`.endings`
 (how a connection ends),
 :mod:`.gate` (state table and packets held until CONNACK), :mod:`.output`
-(coalesced, bounded output), :mod:`.settings`, :mod:`.stats`, :mod:`.loop`.
+(coalesced, bounded output), :mod:`.admission` (per-address limits),
+:mod:`.overload` (memory and loop lag), :mod:`.settings`, :mod:`.stats`,
+:mod:`.loop`.
 """
 
 from .connection import MqttConnection
 from .gateway import Connection, Gateway, SessionPort
 from .loop import new_event_loop, run
+from .overload import OverloadGuard
 from .server import Listener, bind_listener, start_listener
 from .settings import ConnectionSettings
 from .stats import TransportStats
@@ -30,6 +33,7 @@ __all__ = [
     "Gateway",
     "Listener",
     "MqttConnection",
+    "OverloadGuard",
     "SessionPort",
     "TransportStats",
     "bind_listener",

@@ -48,6 +48,7 @@ from .endings import ConnectionEndings
 from .gate import InboundGate
 from .gateway import Connection, Gateway, SessionPort
 from .output import FlushQueue, Outbox
+from .overload import OverloadGuard
 from .settings import ConnectionSettings
 from .stats import TransportStats
 from .timers import IdleTimer, StallTimer
@@ -67,7 +68,8 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
     """An MQTT server connection: asyncio protocol below, ``Connection`` above."""
 
     def __init__(self, gateway: Gateway, settings: ConnectionSettings, stats: TransportStats,
-                 loop: asyncio.AbstractEventLoop, flushes: FlushQueue) -> None:
+                 loop: asyncio.AbstractEventLoop, flushes: FlushQueue,
+                 guard: OverloadGuard | None = None) -> None:
         self.conn_id: int = next(_ids)
         self.peer: tuple[str, int] = ("", 0)
         self.client_id: str | None = None
@@ -75,6 +77,7 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
         #: Called once with this connection when its socket is gone (the listener's hook).
         self.on_lost: Callable[[MqttConnection], None] | None = None
         self._gateway = gateway
+        self._guard = guard
         self._settings = settings
         self._stats = stats
         self._loop = loop
@@ -291,6 +294,9 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
         self._problem_info = (packet.protocol_level == 5
                               and packet.properties.request_problem_information != 0)
         self.set_keepalive(packet.keepalive)
+        if self._guard is not None and self._guard.busy:
+            self._refuse_busy(self._guard.busy)
+            return False
         try:
             port = self._gateway.connect(self, packet)
         except Exception:

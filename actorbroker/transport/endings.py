@@ -26,8 +26,8 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from actorbroker.codec import (ConnAck, Disconnect, Packet, Properties, ProtocolError, ReasonCode,
-                               encode)
+from actorbroker.codec import (ConnAck, ConnectReturnCode, Disconnect, Packet, Properties,
+                               ProtocolError, ReasonCode, encode)
 from actorbroker.codec.states import ConnectionState
 from actorbroker.messages import ConnectionLost, Drained
 
@@ -115,6 +115,18 @@ class ConnectionEndings:
         elif level == 5:
             self._goodbye(exc.reason_code, reason=str(exc))
         self._shutdown(str(exc), graceful=False)
+
+    def _refuse_busy(self, why: str) -> None:
+        """Refuse the CONNECT: the broker is overloaded (v5 0x89 Server busy, v3 0x03)."""
+        self._stats.overload_refusals += 1
+        log.info("conn %d %s: refused, the broker is overloaded: %s", self.conn_id, self._who(), why)
+        if self.protocol_level == 5:
+            self._queue(encode(ConnAck(False, ReasonCode.SERVER_BUSY), 5))
+        else:
+            self._queue(encode(ConnAck(False, ConnectReturnCode.SERVER_UNAVAILABLE),
+                               self.protocol_level or 4))
+        self._gate.connack_sent = True
+        self._shutdown("refused: overloaded", graceful=True)
 
     def _fail(self, reason: str) -> None:
         """Close because something on our side failed (v5: reason 0x80)."""

@@ -17,9 +17,12 @@ connections. Each accepted socket becomes one
 argument) and WebSocket (a protocol that unwraps frames around the
 MqttConnection) slot in later without touching the connection.
 
-Beyond ``max_connections`` live connections (0: unlimited), a new socket
-is accepted and closed at once, counted in ``connections_refused`` and
-logged (at most one line per 5 s). Listeners start last and stop first
+Beyond ``max_connections`` live connections (0: unlimited), or beyond the
+per-address limits (:class:`~.admission.Admission`), a new socket is
+accepted and closed at once, counted in ``connections_refused`` and
+logged (at most one line per 5 s). While the
+:class:`~.overload.OverloadGuard` says the broker is overloaded, the
+connections refuse their CONNECT. Listeners start last and stop first
 (DESIGN.md): ``close`` stops accepting; the caller then ends the sessions
 and calls ``close_all``.
 """
@@ -37,9 +40,11 @@ from typing import Any
 from actorbroker.codec import NO_PROPERTIES, Properties, ReasonCode
 
 from .acceptor import Acceptor
+from .admission import Admission
 from .connection import MqttConnection
 from .gateway import Gateway
 from .output import FlushQueue
+from .overload import OverloadGuard
 from .settings import ConnectionSettings, LimitsLike, ListenerLike
 from .stats import LogLimiter, TransportStats
 
@@ -50,22 +55,25 @@ log = logging.getLogger("actorbroker.transport")
 
 async def start_listener(config: ListenerLike, limits: LimitsLike, gateway: Gateway,
                          stats: TransportStats, *, settings: ConnectionSettings | None = None,
-                         backlog: int = 1024, sockets: list[socket.socket] | None = None
-                         ) -> Listener:
+                         backlog: int = 1024, sockets: list[socket.socket] | None = None,
+                         guard: OverloadGuard | None = None) -> Listener:
     """Bind ``config.bind``:``config.port`` and start accepting MQTT connections.
 
     ``settings`` overrides what is derived from ``limits``
     (:meth:`ConnectionSettings.from_limits`). ``sockets``, from
     :func:`bind_listener`, are used instead of binding anew: the broker binds
     before it starts anything else, so that a port in use fails the start
-    before a data directory is touched. Raises ``OSError`` if the address
+    before a data directory is touched. ``guard`` refuses CONNECTs while the
+    broker is overloaded. Raises ``OSError`` if the address
     cannot be bound (a startup failure, for the supervisor).
     """
     loop = asyncio.get_running_loop()
     if sockets is None:
         sockets = await bind_listener(config.bind, config.port, backlog)
+    admission = Admission(config.max_connections_per_ip, config.max_connect_rate_per_ip)
     listener = Listener(loop, sockets, gateway, settings or ConnectionSettings.from_limits(limits),
-                        stats, max_connections=config.max_connections)
+                        stats, max_connections=config.max_connections, admission=admission,
+                        guard=guard)
     listener.start()
     return listener
 
@@ -75,7 +83,8 @@ class Listener:
 
     def __init__(self, loop: asyncio.AbstractEventLoop, sockets: list[socket.socket],
                  gateway: Gateway, settings: ConnectionSettings, stats: TransportStats, *,
-                 max_connections: int = 0) -> None:
+                 max_connections: int = 0, admission: Admission | None = None,
+                 guard: OverloadGuard | None = None) -> None:
         self._loop = loop
         self._sockets = tuple(sockets)
         self._gateway = gateway
@@ -83,7 +92,10 @@ class Listener:
         self._stats = stats
         self._flushes = FlushQueue(loop)  # its connections' output, one flush a loop tick
         self._max = max_connections
+        self._admission = admission if admission is not None and admission.limited else None
+        self._guard = guard
         self._conns: dict[int, MqttConnection] = {}
+        self._ips: dict[int, str] = {}  # conn_id -> source address, while admission counts
         self._tasks: set[asyncio.Task[None]] = set()
         self._acceptors = [Acceptor(loop, s, self._on_accept, stats) for s in sockets]
         self._limiter = LogLimiter(log)
@@ -165,14 +177,25 @@ class Listener:
                                   " closing a new one from %s", self.name, self._max, address)
             sock.close()
             return
+        ip = str(address[0]) if isinstance(address, tuple) else ""
+        if self._admission is not None:
+            why = self._admission.admit(ip, self._loop.time())
+            if why is not None:
+                self._stats.connections_refused += 1
+                self._limiter.warning(self._loop.time(), "listener %s: %s: closing a new one",
+                                      self.name, why)
+                sock.close()
+                return
         self._stats.connections_accepted += 1
         sock.setblocking(False)
         if sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         conn = MqttConnection(self._gateway, self._settings, self._stats, self._loop,
-                              self._flushes)
+                              self._flushes, self._guard)
         conn.on_lost = self._forget
         self._conns[conn.conn_id] = conn
+        if self._admission is not None:
+            self._ips[conn.conn_id] = ip
         task = self._loop.create_task(self._attach(conn, sock))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -189,6 +212,9 @@ class Listener:
 
     def _forget(self, conn: MqttConnection) -> None:
         self._conns.pop(conn.conn_id, None)
+        ip = self._ips.pop(conn.conn_id, None)
+        if ip is not None and self._admission is not None:
+            self._admission.release(ip)
         if not self._conns and self._idle is not None and not self._idle.done():
             self._idle.set_result(None)
 

@@ -44,6 +44,12 @@ class ListenerLike(Protocol):
     @property
     def max_connections(self) -> int: ...
 
+    @property
+    def max_connections_per_ip(self) -> int: ...
+
+    @property
+    def max_connect_rate_per_ip(self) -> float: ...
+
 
 @dataclass(frozen=True, slots=True)
 class ConnectionSettings:

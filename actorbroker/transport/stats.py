@@ -18,7 +18,8 @@ __all__ = ["FIELDS", "LogLimiter", "TransportStats"]
 #: Every counter, in the order :meth:`TransportStats.snapshot` lists them.
 FIELDS: Final = (
     "connections_accepted",   # sockets handed to an MQTT connection
-    "connections_refused",    # sockets closed at once: listener at max_connections
+    "connections_refused",    # sockets closed at once: listener at max_connections, per-IP limits
+    "overload_refusals",      # CONNECTs refused (0x89 / 0x03): memory or loop lag over its limit
     "connections_current",    # MQTT connections open now (a gauge)
     "bytes_in",
     "bytes_out",
@@ -43,6 +44,7 @@ class TransportStats:
 
     connections_accepted: int
     connections_refused: int
+    overload_refusals: int
     connections_current: int
     bytes_in: int
     bytes_out: int

@@ -289,6 +289,34 @@ class LimitsConfig:
         above it; subscriptions of every client are granted at most this QoS,
         as Mosquitto's max_qos.""",
     )
+    max_subscriptions: int = option(
+        100_000,
+        minimum=0,
+        zero="unlimited",
+        help="""Topic filters one client may hold (granted, or asked and not yet
+        answered); a SUBSCRIBE beyond it is refused for the filters over the
+        quota (MQTT 5: 0x97, Quota exceeded; MQTT 3.1.1: 0x80; MQTT 3.1, whose
+        SUBACK cannot refuse: the connection is closed). Re-subscribing to a
+        filter the client has does not count. Each filter costs the broker
+        memory and a share of the subscription table's work.""",
+    )
+    max_topic_length: int = option(
+        65535,
+        minimum=1,
+        maximum=65535,
+        help="""Longest topic filter accepted in a SUBSCRIBE, in characters; a
+        longer one is refused as an invalid filter (MQTT 5: 0x8F; MQTT 3.1.1:
+        0x80). 65535, the default, is what MQTT can encode.""",
+    )
+    max_topic_levels: int = option(
+        128,
+        minimum=0,
+        zero="unlimited",
+        help="""Most levels (parts between '/') of a topic filter accepted in a
+        SUBSCRIBE; a deeper one is refused as an invalid filter (0x8F, 0x80).
+        128 is EMQX's default. Published topic names are bounded by
+        max_packet_size only.""",
+    )
     max_publish_rate: float = option(
         0.0,
         minimum=0,

@@ -318,6 +318,7 @@ class SessionCore(OutboundRules, Mqtt5Rules):
                     answer = self._book.subscribe(
                         packet, level=self.protocol_level, max_qos=self.config.max_qos,
                         refuse=self._subscribe_refusal(sub_ids[0] if sub_ids else None),
+                        limits=self.config.subscription_limits,
                     )
                     return [Send((answer,))] if isinstance(answer, SubAck) else [answer]
                 case Unsubscribe():

@@ -15,6 +15,9 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+ROOT = Path(__file__).resolve().parents[3]
+if str(ROOT) not in sys.path:  # bench/ (the fuzzer) is not an installed package
+    sys.path.insert(0, str(ROOT))
 
 from served_kit import Served  # noqa: E402
 

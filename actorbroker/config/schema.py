@@ -174,12 +174,12 @@ class LimitsConfig:
         minimum=20,
         maximum=PROTOCOL_MAX_PACKET_SIZE,
         unit="bytes",
-        help="""Largest packet accepted before the broker has accepted the client
-        (its CONNECT, MQTT 5 AUTH packets, anything sent ahead of the
-        CONNACK), in bytes; the smaller of this and max_packet_size applies.
-        A stranger who has not authenticated cannot make the broker hold more
-        than this per socket. A larger CONNECT closes the connection (MQTT 5:
-        0x95, Packet too large).""",
+        help="""Largest CONNECT or MQTT 5 AUTH packet accepted, in bytes: the
+        packets a client sends before it is authenticated; the smaller of this
+        and max_packet_size applies. A stranger cannot make the broker hold
+        more than this per socket: a larger one is refused as soon as its
+        header announces the size (MQTT 5: CONNACK 0x95, Packet too large),
+        and the connection closed.""",
     )
     max_inflight_messages: int = option(
         20,

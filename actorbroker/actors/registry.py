@@ -86,7 +86,8 @@ from .messages import (
     TopicStarted,
 )
 from .node import Node
-from .registry_backlog import SLICE, Continue, RegistryBacklog, SlicedSubscriptions, SubscribeWork
+from .registry_backlog import (SLICE, Continue, RegistryBacklog, RemoveWork, SlicedSubscriptions,
+                               SubscribeWork)
 from .registry_durable import DurableRegistry
 from .keeper import Sleeping
 from .shared import Reachable, SharedIndex, hash_key, journal_handed_back, journal_routed, pick
@@ -184,9 +185,20 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
             else:
                 self._subscribe(message)
         elif cls is RemoveSubscriptions:
-            self._unsubscribe(message)
+            if len(message.topic_filters) > SLICE:
+                self._backlog.push_front(RemoveWork(message.client_id, message.topic_filters,
+                                                    message.reply_to, message.packet_id))
+                self._continue(SLICE)
+            else:
+                self._unsubscribe(message)
         elif cls is SessionEnded:
-            self._drop_client(message.client_id)
+            filters = list(self._clients.get(message.client_id, ()))
+            if len(filters) > SLICE:
+                self._backlog.push_front(RemoveWork(message.client_id, filters, None, None,
+                                                    drop=True))
+                self._continue(SLICE)
+            else:
+                self._drop_client(message.client_id)
         elif cls is RedeliverShared:
             self._redeliver(message)
         elif cls is _RetryOwed:

@@ -52,3 +52,25 @@ def test_other_clients_are_routed_while_a_big_subscribe_is_applied(run: Run) -> 
             await storm.expect(SubAck, 8)
             assert await h.node.refs.registry.proxy().subscription_count == 8001
     run(main())
+
+
+def test_a_big_unsubscribe_and_a_session_end_are_sliced_in_order(run: Run) -> None:
+    async def main() -> None:
+        async with Harness() as h:
+            watcher = await h.connect("w")
+            watcher.feed(Subscribe(1, (Subscription("news", 0),)))
+            await watcher.expect(SubAck, 1)
+            big = await h.connect("b")
+            filters = tuple(f"b/{i}" for i in range(1000))
+            big.feed(Subscribe(1, tuple(Subscription(f, 0) for f in filters)))
+            await big.expect(SubAck, 1)
+            pub = await h.connect("p")
+            # The UNSUBSCRIBE of 1,000 filters, then a SUBSCRIBE: applied in that order.
+            big.feed(Unsubscribe(2, filters), Subscribe(3, (Subscription("b/0", 0),)))
+            pub.feed(Publish("news", b"1", 0))
+            await watcher.expect(Publish, 1)
+            await big.expect(SubAck, 2)
+            registry = h.node.refs.registry.proxy()
+            assert await registry.subscriptions_of("b") == {"b/0": 0}
+            assert await registry.subscription_count == 2
+    run(main())

@@ -129,8 +129,8 @@ class PublisherHolds:
             self.stuck = True
             self._metrics.subscribers_stuck += 1
             log.warning("client %s: took nothing from its queue for %.1f s while holding its "
-                        "publishers: releasing them; its queue limits apply", shown(self._client_id),
-                        self._timeout)
+                        "publishers: releasing them; its queue limits apply",
+                        shown(self._client_id), self._timeout)
         self.release()
 
     def _arm(self) -> None:

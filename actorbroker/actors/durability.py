@@ -264,7 +264,8 @@ class SessionDurability:
     def _refused(self, held: Held, code: int, reason: str) -> None:
         count = held.refuse(self._actor.core, code, reason)
         log.warning("client %s: %d publish(es) refused, the commit log cannot store them (%s)%s",
-                    shown(self._cid), count, reason, "; QoS 1 routed before the sync failed: delivered "
+                    shown(self._cid), count, reason,
+                    "; QoS 1 routed before the sync failed: delivered "
                     "at least once, resent by the client" if held.acks else "")
         if self.durable:
             kept = [r for r in held.records if not isinstance(r, Publish)]

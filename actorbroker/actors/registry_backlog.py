@@ -1,4 +1,4 @@
-"""Actors layer: the registry's subscription work, done in slices. Stdlib, asyncio (types), pykka, supervisors.
+"""Actors layer: the registry's subscription work, in slices. Stdlib, pykka, supervisors.
 
 Why: every actor of a node shares one event loop, and the registry is
 where cold topics are routed. A SUBSCRIBE of a thousand filters costs the

@@ -197,7 +197,8 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
         if conn is not None:
             self._names.online.discard(self.client_id)
             self._metrics.disconnected()
-            log.info("client %s disconnected from %s: %s", shown(self.client_id), peer(conn), reason)
+            log.info("client %s disconnected from %s: %s", shown(self.client_id), peer(conn),
+                     reason)
             conn.close(reason=reason)
 
     def _retire(self) -> None:

@@ -119,7 +119,8 @@ class ConnectionEndings:
     def _refuse_busy(self, why: str) -> None:
         """Refuse the CONNECT: the broker is overloaded (v5 0x89 Server busy, v3 0x03)."""
         self._stats.overload_refusals += 1
-        log.info("conn %d %s: refused, the broker is overloaded: %s", self.conn_id, self._who(), why)
+        log.info("conn %d %s: refused, the broker is overloaded: %s", self.conn_id,
+                 self._who(), why)
         if self.protocol_level == 5:
             self._queue(encode(ConnAck(False, ReasonCode.SERVER_BUSY), 5))
         else:

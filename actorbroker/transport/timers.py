@@ -1,4 +1,4 @@
-"""Transport layer: the keepalive's idle timer and the unfinished-packet timer. Imports stdlib and asyncio only.
+"""Transport layer: the keepalive's and the unfinished packet's timers. Imports stdlib, asyncio.
 
 :class:`IdleTimer` calls ``on_expire`` once ``limit`` seconds pass without
 ``touch()``. It keeps one timer handle and re-arms it lazily when it fires

@@ -42,7 +42,8 @@ def test_refused_long_client_ids_add_little_log(served: Callable[..., Served]) -
         answers.add((level, connack[0].reason_code))
     assert answers == {(4, 0x02), (5, 0x85)}  # identifier rejected / Client Identifier not valid
     for i in range(ATTEMPTS):
-        _refused(broker.host, broker.port, "y" * 65535, 4)  # over 64 KiB with its header: refused on its size
+        # Over 64 KiB with its header: refused on its size, before the id is read.
+        _refused(broker.host, broker.port, "y" * 65535, 4)
     broker.serve.stop()
     lines = broker.log_lines()
     added = sum(len(line) + 1 for line in lines) - before

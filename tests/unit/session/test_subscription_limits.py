@@ -1,4 +1,4 @@
-"""SubscriptionBook under SubscriptionLimits: quota per client (asked and granted), filter length and depth."""
+"""SubscriptionBook under SubscriptionLimits: a quota per client, filter length and depth."""
 
 from __future__ import annotations
 

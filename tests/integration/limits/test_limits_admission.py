@@ -111,14 +111,15 @@ def test_over_max_memory_connects_are_refused_busy(start_broker: Start, tmp_path
 
 
 def test_a_lagging_event_loop_refuses_then_recovers(start_broker: Start, tmp_path: Path) -> None:
-    running = start_broker(broker_config(tmp_path, max_loop_lag=0.2))
+    # 0.5 s: a machine busy with other jobs lags 0.2 s now and then by itself.
+    running = start_broker(broker_config(tmp_path, max_loop_lag=0.5))
     served = RawClient(running.host, running.port)
     assert served.connect("before", keepalive=0) == ConnAck(False, 0)
     blocked = threading.Event()
 
     def block() -> None:
         blocked.set()
-        time.sleep(0.8)  # the overload itself: the loop can run nothing else meanwhile
+        time.sleep(1.5)  # the overload itself: the loop can run nothing else meanwhile
 
     blocker = threading.Thread(target=running.call, args=(block,))
     blocker.start()
@@ -129,7 +130,7 @@ def test_a_lagging_event_loop_refuses_then_recovers(start_broker: Start, tmp_pat
         assert connack is not None and connack.reason_code == 0x89
         served.send(PingReq())
         assert served.recv() == PingResp()  # a client already connected is served
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 20
         while True:  # the next sample under the limit clears it
             sock, connack = _try_connect(running, "after")
             sock.close()

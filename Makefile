@@ -33,7 +33,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv --without-pip $(VENV)
 	$(PYTHON) -m pip --python $(BIN)/python --version >/dev/null 2>&1 || $(BIN)/python -m ensurepip -q
 
-# The broker's own dependencies (pykka, uvloop, dill), as setup.cfg lists them.
+# The broker's own dependencies (pykka, uvloop, dill, websockets), as setup.cfg lists them.
 venv-run: $(VENV)/.installed-run
 
 $(VENV)/.installed-run: $(DEPS) | $(BIN)/python

@@ -225,6 +225,19 @@ class Broker:
     def _on_bound(self, index: int, handle: ListenerHandle | None) -> None:
         self._bound[index] = handle
 
+    def reload_certificates(self) -> bool:
+        """Reload the TLS files (certfile, keyfile, cafile, crlfile) of every tls/wss listener.
+
+        The hook for SIGHUP; call it on the broker's loop thread. Open
+        connections keep their TLS sessions; new handshakes use the new
+        files. A listener whose files do not load keeps its previous ones and
+        logs why. Returns whether every listener loaded its files (True with
+        no TLS listener). Changed files are also picked up by each listener's
+        own poll, every few seconds.
+        """
+        results = [handle.reload_certificates() for handle in self._bound if handle is not None]
+        return all(results)  # every listener reloads, even after one failed
+
     async def stop(self) -> None:
         """Stop listeners (closing every connection), then the core; idempotent."""
         root = self._root

@@ -123,6 +123,14 @@ def _check_config(args: argparse.Namespace) -> int:
     if errors:
         _print_errors(errors, sys.stdout)
         return 1
+    # The transport (ssl, uvloop, websockets) is loaded only for a valid file.
+    from actorbroker.startup import tls_file_problems
+
+    problems = tls_file_problems(load(args.file))
+    for problem in problems:
+        print(f"{args.file}: {problem}")
+    if problems:
+        return 1
     print("ok")
     return 0
 

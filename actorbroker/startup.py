@@ -7,7 +7,8 @@ which address or path, and the likely fix, e.g.::
 
 and nothing left on disk by the attempt. :func:`preflight` therefore runs
 before any actor: it checks that the data directory can be used (not locked
-by another broker, writable, or creatable) without creating it, and binds
+by another broker, writable, or creatable) without creating it, that every
+TLS listener's certificate, key, CA and CRL files load, and binds
 every listener's sockets, which the listeners then take over, so a port in
 use fails the start before the commit log is opened. A part of the tree that
 still fails to start (the log cannot be read, say) is summed up by
@@ -33,10 +34,11 @@ from pathlib import Path
 from actorbroker.config import Config
 from actorbroker.errors import BrokerError
 from actorbroker.persistence.log import LOCK_NAME
-from actorbroker.transport import bind_listener
+from actorbroker.transport import TlsOptions, bind_listener, tls_problem
 from supervisors import Crash, ExitReason
 
-__all__ = ["BrokerStartError", "Preflight", "held_tracebacks", "preflight", "root_cause"]
+__all__ = ["BrokerStartError", "Preflight", "held_tracebacks", "preflight", "root_cause",
+           "tls_file_problems"]
 
 #: Why a bind failed, in words, and what usually fixes it.
 _LISTEN_HINTS = {
@@ -74,7 +76,7 @@ class Preflight:
 
 
 async def preflight(config: Config) -> Preflight:
-    """Check the data directory and bind every listener.
+    """Check the data directory and every TLS listener's files, and bind every listener.
 
     Raises :class:`BrokerStartError` with the one line to show when either cannot be used.
     """
@@ -85,6 +87,9 @@ async def preflight(config: Config) -> Preflight:
         created = _missing_top(Path(data_dir))
     bound: list[list[socket.socket] | None] = []
     prepared = Preflight(bound, created)
+    problems = tls_file_problems(config)
+    if problems:
+        raise BrokerStartError(problems[0])
     for listener in config.listeners:
         try:
             bound.append(await bind_listener(listener.bind, listener.port))
@@ -92,6 +97,20 @@ async def preflight(config: Config) -> Preflight:
             prepared.failed()
             raise BrokerStartError(listen_failure(listener.bind, listener.port, exc)) from exc
     return prepared
+
+
+def tls_file_problems(config: Config) -> list[str]:
+    """One line per tls/wss listener whose files make no TLS context (``check-config`` too)."""
+    problems = []
+    for listener in config.listeners:
+        if listener.type not in ("tls", "wss"):
+            continue
+        why = tls_problem(TlsOptions.of(listener))
+        if why is not None:
+            problems.append(f"cannot load the TLS files of listener {listener.type} "
+                            f"{listener.bind}:{listener.port}: {why} (check certfile, "
+                            "keyfile, cafile, crlfile)")
+    return problems
 
 
 def listen_failure(host: str, port: int, exc: OSError) -> str:

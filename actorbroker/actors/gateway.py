@@ -25,7 +25,11 @@ MQTT 3: 0x03); one naming an Authentication Method the node does not serve
 gets 0x8C; one naming a served method runs its exchange in an
 :class:`~.auth.AuthPort` first and is dispatched only once it succeeded
 (:meth:`SessionGateway.authenticated`). User names and passwords are
-checked by ``check_connect``'s hook (:func:`~.auth.password_hook`).
+checked by ``check_connect``'s hook (:func:`~.auth.password_hook`), except
+on a TLS listener with use_identity_as_username: there the verified client
+certificate authenticates (``conn.identity``), its name replaces the
+CONNECT's user name and password, and no password is checked (Mosquitto's
+rule).
 
 A session that retires (its clean session ended) while an Attach was on
 its way hands it back with :meth:`SessionGateway.redispatch`; the gateway
@@ -134,7 +138,12 @@ class SessionGateway:
             _refuse(conn, _moved(packet, settings.server_reference),
                     f"server moved to {settings.server_reference!r} (configuration)", packet)
             return None
-        decision = check_connect(packet, settings.connect, authenticate=self._authenticate)
+        identity = conn.identity
+        if identity is None:
+            decision = check_connect(packet, settings.connect, authenticate=self._authenticate)
+        else:  # the listener verified a client certificate naming this user: no password
+            packet = dataclasses.replace(packet, username=identity, password=None)
+            decision = check_connect(packet, settings.connect)
         if isinstance(decision, Refused):
             _refuse(conn, decision.connack, decision.reason, packet)
             return None

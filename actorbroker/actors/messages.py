@@ -193,6 +193,8 @@ class DeliverShared:
     final: bool = False
     #: The member's subscription options (Retain As Published, Subscription Identifier).
     options: SubOptions | None = None
+    #: The publisher's read credit (a topic actor's delivery; see actors/backpressure.py).
+    credit: ReadCredit | None = None
 
 
 @quick_init

@@ -1,4 +1,4 @@
-"""Actors layer: the queue a durable session got back from the log, fetched as the client keeps up. Stdlib, pykka, routing, session, durable.
+"""Actors layer: a durable session's queue as log offsets (loaded, or spilled from RAM), fetched as the client keeps up. Stdlib, pykka, routing, session, durable.
 
 When a session actor loads a durable session (after a restart, or out of
 hibernation), its queued messages come as log offsets (an
@@ -11,6 +11,13 @@ rest). While the spool is not empty, a logged message that arrives live
 joins it at the end, within the session's queue limits, so that order is
 kept; QoS 0 and unlogged messages go to the core at once (order across QoS
 levels is not required, [MQTT-4.6.0-6] is per QoS).
+
+The same spool takes over from a durable session's queue in RAM when that
+queue is full (``max_queued_messages``, ``max_queued_bytes``; a connected
+client stuck past ``backpressure_timeout``, or an offline one whose session
+stays in RAM): a logged QoS 1/2 message for it is in the commit log anyway,
+so it waits there, bounded by the log's bytes (``[storage]
+durable_queue_bytes``), instead of being dropped.
 
 A logged message with an offset below the position the state was loaded
 at, still on its way when the session loaded, is in the spool already (the
@@ -81,19 +88,31 @@ class ResumedQueue:
         self._fetching = None  # a chunk on its way belongs to the discarded state: ignored
 
     def admit(self, messages: tuple[AppMessage, ...], qos: int) -> tuple[AppMessage, ...]:
-        """Of a Deliver, what goes to the core now; logged messages join a non-empty spool."""
+        """Of a Deliver, what goes to the core now; logged messages join a non-empty spool,
+        and start one when the core's queue cannot take them (a durable session)."""
         spool, horizon = self.spool, self.horizon
+        queue = None
         if spool is None and not horizon:
-            return messages
+            queue = self._actor.core.queue
+            if queue.elastic or not self._durability.durable or not queue.refuses(
+                    sum(m.size for m in messages), len(messages)):
+                return messages
         now: list[AppMessage] = []
+        now_bytes = 0
         settings = self._durability.settings
         limit, limit_bytes = settings.max_queued_messages, settings.max_queued_bytes
         for message in messages:
             delivery_qos = min(message.qos, qos)
             if delivery_qos and 0 <= message.log_offset < horizon:
                 continue  # routed before the state was loaded: the loaded queue has it
+            if spool is None and queue is not None and delivery_qos and message.log_offset >= 0 \
+                    and queue.refuses(now_bytes + message.size, len(now) + 1):
+                # The queue in RAM is full: from here on what the log holds waits there as
+                # offsets, behind that queue (see the module doc).
+                spool = self.spool = OffsetQueue()
             if spool is None or not delivery_qos or message.log_offset < 0:
                 now.append(message)
+                now_bytes += message.size
             elif (limit and len(spool) >= limit) or (
                     limit_bytes and spool.bytes + message.size > limit_bytes):
                 self._node.metrics.drop("queue_full", client_id=self._actor.client_id,

@@ -274,7 +274,13 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
         elif cls is HoldExpired:
             self._holds.expired()
         elif cls is DeliverShared:
-            self._deliver_shared(message)
+            credit = message.credit
+            if credit is None:
+                self._deliver_shared(message)
+            else:
+                self._holds.admit(self._conn is not None and credit.conn_id != self._conn_id)
+                self._deliver_shared(message)
+                self._holds.taken(credit, self._conn_id if self._core.attached else None)
         elif cls is CrashForTest:
             crash_for_test(self._node.settings, f"session {self.client_id!r}", message)
         else:

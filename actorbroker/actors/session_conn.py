@@ -116,9 +116,10 @@ class ConnectionLifecycle:
         effects = self._core.attach(connect, now, assigned=attach.assigned,
                                     auth_data=attach.auth_data)
         # After attach: its CONNACK's Session Present is what "resumed" means to the client.
-        log.info("client %s connected from %s (%s, clean session %d, keepalive %ds%s%s)",
+        log.info("client %s connected from %s (%s, clean session %d, keepalive %ds%s%s%s)",
                  shown(self.client_id), peer(conn), protocol_name(connect.protocol_level),
                  connect.clean_start, connect.keepalive,
+                 "" if connect.username is None else f", user {connect.username!r}",
                  ", id assigned" if attach.assigned else "",
                  ", session resumed" if _session_present(effects) else "")
         durability = self._durability

@@ -104,15 +104,17 @@ class TopicActor(LoopActor):
     def _publish(self, messages: tuple[AppMessage, ...], credit: ReadCredit | None) -> None:
         self._busy = True
         if self._shared.groups:
-            self._publish_shared(messages)
+            self._publish_shared(messages, credit)
         if self._subs:
             node = self._node
             self._subs.deliver(messages, node.names.sessions, node.metrics, self.topic, credit)
         if credit is not None:
             credit.take()  # the batch's own hold: the Delivers hold it now
 
-    def _publish_shared(self, messages: tuple[AppMessage, ...]) -> None:
-        """Each message to one member of each matching shared group (see :mod:`.shared`)."""
+    def _publish_shared(self, messages: tuple[AppMessage, ...], credit: ReadCredit | None
+                        ) -> None:
+        """Each message to one member of each matching shared group (see :mod:`.shared`);
+        each ``DeliverShared`` told holds the publisher's ``credit``, as a ``Deliver`` does."""
         node = self._node
         names, storage = node.names, node.refs.storage
         sessions = names.sessions
@@ -124,11 +126,15 @@ class TopicActor(LoopActor):
             ref: Any = sessions.get(client_id) if client_id else None  # or a Sleeping
             lost = len(batch)
             if ref is not None and type(ref) is not Sleeping:
+                if credit is not None:
+                    credit.hold(1)
                 try:
                     ref.tell(DeliverShared(tuple(batch), grant[0], grant[1], whole, final,
-                                           grant[2] if len(grant) > 2 else None))
+                                           grant[2] if len(grant) > 2 else None, credit))
                     lost = 0
                 except ActorDeadError:
+                    if credit is not None:
+                        credit.take()  # never the last hold: the batch keeps its own
                     ref = sessions.get(client_id)  # it may have hibernated meanwhile
             if type(ref) is Sleeping:  # the SharedRouted records are its queue
                 lost = unqueued

@@ -3,7 +3,7 @@
 :func:`loads` parses with tomllib, then walks the result against
 :data:`~actorbroker.config.schema.SECTIONS` and collects every problem (unknown
 section or option with a "did you mean", wrong type, value out of range, a
-transport not supported yet, two listeners on one address) before raising one
+options that do not fit their listener's type, two listeners on one address) before raising one
 :class:`~actorbroker.errors.InvalidConfigError`. A TOML syntax error stops
 tomllib at the first one, so it is reported alone, at tomllib's line.
 """
@@ -15,10 +15,12 @@ import os
 import re
 import tomllib
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from actorbroker.errors import ConfigError, InvalidConfigError
 
+from .listeners import listener_problems
 from .locate import KeyPath, key_lines, line_of
 from .mosquitto import HINT, mosquitto_lines
 from .options import toml_type_name
@@ -26,6 +28,7 @@ from .schema import SECTIONS, Config, ListenerConfig, Section
 
 __all__ = ["check", "load", "loads"]
 
+_DEFAULT_LISTENER = ListenerConfig()
 _TOMLLIB_WHERE = re.compile(r" \((?:at line (\d+), column (\d+)|at end of document)\)$")
 
 
@@ -183,6 +186,14 @@ class _Walk:
                 accepted[key] = checked
             else:
                 self.error((*path, key), message)
+        if section.cls is ListenerConfig:
+            defaults = {name: getattr(_DEFAULT_LISTENER, name) for name, _ in section.options()}
+            problems = listener_problems(SimpleNamespace(**{**defaults, **accepted}))
+            for name, why in problems:
+                where = (*path, name) if name in value else path  # a missing certfile: the table
+                self.error(where, f"{_label((*path, name))} {why}")
+            if problems:
+                return _DEFAULT_LISTENER  # a stand-in: the errors discard the Config
         return section.cls(**accepted)
 
 

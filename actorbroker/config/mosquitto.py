@@ -23,8 +23,20 @@ MOSQUITTO_OPTIONS: dict[str, str] = {
     "port": "`port` of `[[listeners]]` (or `--port`, `-p`)",
     "bind_address": "`bind` of `[[listeners]]` (or `--bind`)",
     "max_connections": "`max_connections` of `[[listeners]]`; unlimited is 0, not -1",
-    "protocol": "none yet: plain MQTT over TCP only; `websockets` comes in a later release",
-    "certfile": "none yet: TLS comes in a later release (the same for `cafile`, `keyfile`)",
+    "protocol": "`type` of `[[listeners]]`: `protocol websockets` is `type = \"ws\"` "
+                "(`\"wss\"` with a certificate); `mqtt` is `\"tcp\"` (`\"tls\"` with one)",
+    "certfile": "`certfile` of a `tls` or `wss` listener (PEM chain, reloaded on change and "
+                "SIGHUP); its listener needs `type = \"tls\"` or `\"wss\"`",
+    "keyfile": "`keyfile` of a `tls` or `wss` listener (PEM, not encrypted)",
+    "cafile": "`cafile` of a `tls` or `wss` listener (`capath` has no equivalent: one file)",
+    "require_certificate": "`require_certificate` of a `tls` or `wss` listener",
+    "use_identity_as_username": "`use_identity_as_username` of a `tls` or `wss` listener (the "
+                                "CN, else the first subjectAltName)",
+    "crlfile": "`crlfile` of a `tls` or `wss` listener",
+    "tls_version": "`tls_version` of a `tls` or `wss` listener: the oldest accepted, "
+                   "`\"tlsv1.2\"` (default) or `\"tlsv1.3\"`",
+    "ciphers": "`ciphers` of a `tls` or `wss` listener (TLS 1.2 suites)",
+    "http_dir": "none: a ws listener serves MQTT only (`path`, default `/mqtt`)",
     "persistence": "`[storage] durability`: the commit log is on by default (`\"fsync\"`); "
                    "`persistence false` is `durability = \"memory\"`",
     "persistence_location": "`[node] data_dir` (or `--data-dir`)",
@@ -67,7 +79,7 @@ MOSQUITTO_OPTIONS: dict[str, str] = {
 }
 
 #: Options that the table answers under another name.
-_SAME_AS = {"cafile": "certfile", "keyfile": "certfile", "auth_plugin": "plugin",
+_SAME_AS = {"auth_plugin": "plugin",
             "address": "connection", "topic": "connection"}
 
 #: ``name value``; a ``name = value`` line is TOML gone wrong, not Mosquitto.

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .mosquitto import MOSQUITTO_OPTIONS
 from .options import Option, toml_literal
-from .schema import OVERRIDES, SECTIONS, Config, Section
+from .schema import OVERRIDES, SECTIONS, Config, ListenerConfig, Section
 
 __all__ = ["DOCS_DIR", "describe", "render_example", "render_markdown", "stale_files", "write_all"]
 
@@ -149,7 +149,7 @@ def describe(config: Config) -> list[str]:
     for listener in config.listeners:
         most = listener.max_connections or "unlimited"
         lines.append(f"listener {listener.type} {listener.bind}:{listener.port}, "
-                     f"at most {most} connections")
+                     f"at most {most} connections{_listener_extras(listener)}")
     lines.append(f"limits: packets up to {limits.max_packet_size} bytes, "
                  f"{limits.max_inflight_messages} in flight, "
                  f"{limits.max_queued_messages or 'unlimited'} queued, QoS up to {limits.max_qos}")
@@ -157,6 +157,20 @@ def describe(config: Config) -> list[str]:
     lines.append(f"$SYS topics {sys_topics}; retained messages "
                  f"{'on' if config.retained.enabled else 'off'}")
     return lines
+
+
+def _listener_extras(listener: ListenerConfig) -> str:
+    """What a tls/ws/wss listener adds to its summary line."""
+    extras = []
+    if listener.type in ("ws", "wss"):
+        extras.append(f"path {listener.path or 'any'}")
+    if listener.type in ("tls", "wss"):
+        extras.append(f"TLS {listener.tls_version.removeprefix('tlsv')} and later")
+        if listener.require_certificate:
+            extras.append("client certificates required"
+                          + (", their name is the user" if listener.use_identity_as_username
+                             else ""))
+    return "".join(f", {extra}" for extra in extras)
 
 
 def _generated() -> dict[str, str]:

@@ -16,6 +16,7 @@ from typing import Any
 from actorbroker.errors import ConfigError, InvalidConfigError
 
 from .checks import address, check_section, host_name, node_name, not_empty
+from .listeners import check_listener, websocket_path
 from .mqtt5 import AuthConfig, Mqtt5Config
 from .options import Option, option, option_of
 from .storage import RetryConfig, StorageConfig
@@ -100,10 +101,12 @@ class ListenerConfig:
 
     type: str = option(
         "tcp",
-        choices=("tcp",),
-        not_yet=("tls", "ws", "wss"),
-        help="""Transport. Only "tcp" (plain MQTT) for now; "tls", "ws" and "wss"
-        come in a later release and are refused until then.""",
+        choices=("tcp", "tls", "ws", "wss"),
+        help="""Transport. "tcp": plain MQTT. "tls": MQTT over TLS (certfile and
+        keyfile needed). "ws": MQTT over WebSocket (subprotocol "mqtt", binary
+        frames), for browsers. "wss": MQTT over WebSocket over TLS. A TLS
+        ClientHello on a tcp or ws listener, and plain MQTT on a tls listener,
+        are logged once and closed.""",
     )
     bind: str = option(
         "127.0.0.1",
@@ -147,9 +150,69 @@ class ListenerConfig:
         come at once. Sockets beyond it are closed as soon as they are
         accepted, before anything is read from them.""",
     )
+    certfile: str = option(
+        "",
+        values="a path to a PEM file, or empty",
+        help="""tls and wss: the server's certificate chain (PEM), the server's
+        own certificate first. Reloaded when the file changes (polled every few
+        seconds) and on SIGHUP, without dropping connections.""",
+    )
+    keyfile: str = option(
+        "",
+        values="a path to a PEM file, or empty",
+        help="""tls and wss: the private key of certfile (PEM, not encrypted).""",
+    )
+    cafile: str = option(
+        "",
+        values="a path to a PEM file, or empty",
+        help="""tls and wss: the certificate authorities that client certificates
+        must chain to (PEM). Needed by require_certificate.""",
+    )
+    require_certificate: bool = option(
+        False,
+        help="""tls and wss: whether clients must present a certificate signed by
+        cafile; the handshake fails without one. When false, clients are not
+        asked for one, as in Mosquitto.""",
+    )
+    use_identity_as_username: bool = option(
+        False,
+        help="""tls and wss, with require_certificate: the client certificate's
+        Common Name (or, without one, its first subjectAltName) becomes the
+        client's user name, replacing the CONNECT's; the certificate
+        authenticates the client, so no password is checked, as in
+        Mosquitto.""",
+    )
+    crlfile: str = option(
+        "",
+        values="a path to a PEM file, or empty",
+        help="""tls and wss, with require_certificate: a certificate revocation
+        list (PEM) of the issuer of the client certificates; a revoked
+        certificate fails the handshake.""",
+    )
+    tls_version: str = option(
+        "tlsv1.2",
+        choices=("tlsv1.2", "tlsv1.3"),
+        help="""tls and wss: the oldest TLS version accepted.""",
+    )
+    ciphers: str = option(
+        "",
+        values="an OpenSSL cipher list, or empty",
+        help="""tls and wss: the TLS 1.2 cipher suites offered, in OpenSSL's
+        cipher list format (e.g. "ECDHE+AESGCM"); empty keeps Python's
+        secure defaults. TLS 1.3 suites are not configurable.""",
+    )
+    path: str = option(
+        "/mqtt",
+        values='a path starting with "/", or empty',
+        extra=websocket_path,
+        help="""ws and wss: the HTTP path of the WebSocket endpoint ("/mqtt" is
+        what paho and MQTT.js use); other paths are answered 404. Empty:
+        any path.""",
+    )
 
     def __post_init__(self) -> None:
         check_section(self, "listeners")
+        check_listener(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,8 +261,9 @@ class LimitsConfig:
         help="""Messages held per client beyond those in flight, while it is slow
         or offline with a persistent session. When the queue of an offline or
         stuck client is full (see backpressure_timeout), further messages for
-        it are dropped, as in Mosquitto; [storage] durable_queue_bytes bounds
-        an offline durable session's instead.""",
+        it are dropped, as in Mosquitto; a durable session's QoS 1/2 messages
+        past it wait in the commit log instead, bounded by [storage]
+        durable_queue_bytes.""",
     )
     max_queued_bytes: int = option(
         0,

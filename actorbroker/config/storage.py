@@ -56,8 +56,9 @@ class StorageConfig:
 
     durable_queue_bytes: int = option(
         256 * 1024 * 1024, minimum=0, zero="unlimited", unit="bytes",
-        help="""Payload bytes of the QoS 1/2 messages queued for one offline durable
-        session (a persistent one, on a node whose durability is "fsync" or "os").
+        help="""Payload bytes of the QoS 1/2 messages queued for one durable session
+        (a persistent one, on a node whose durability is "fsync" or "os") while it
+        is offline, or past [limits] max_queued_messages while it is stuck.
         Its queue is offsets into the log, which holds each message once for every
         session anyway (17 bytes of memory per message queued), so it is bounded
         by what it keeps on disk rather than by [limits] max_queued_messages: a

@@ -92,11 +92,8 @@ class OutboundQueue:
         if delivery.qos == 0 and not online and not policy.queue_qos0:
             return DropReason.OFFLINE_QOS0
         size = delivery.message.size
-        if not self.elastic:
-            if policy.max_queued_messages and len(self._items) >= policy.max_queued_messages:
-                return DropReason.QUEUE_FULL
-            if policy.max_queued_bytes and self._bytes + size > policy.max_queued_bytes:
-                return DropReason.QUEUE_FULL
+        if not self.elastic and self.refuses(size):
+            return DropReason.QUEUE_FULL
         items = self._items
         if not isinstance(items, deque):
             items = self._items = deque()
@@ -105,6 +102,14 @@ class OutboundQueue:
         if not self.pressed:
             self.pressed = self._above()
         return None
+
+    def refuses(self, size: int, count: int = 1) -> bool:
+        """True if the limits refuse ``count`` more deliveries of ``size`` payload bytes in all
+        now (whatever ``elastic`` says: the caller asks that first)."""
+        policy = self.policy
+        return bool((policy.max_queued_messages
+                     and len(self._items) + count > policy.max_queued_messages)
+                    or (policy.max_queued_bytes and self._bytes + size > policy.max_queued_bytes))
 
     def pop(self) -> Delivery:
         """The oldest delivery, removed (IndexError if empty)."""

@@ -1,4 +1,4 @@
-"""Transport layer: sockets to MQTT connections on uvloop. Imports stdlib, asyncio, uvloop, codec and messages.
+"""Transport layer: sockets to MQTT connections on uvloop. Imports stdlib, asyncio, uvloop, websockets, codec and messages.
 
 The only package that imports asyncio, uvloop or ssl (STYLE.md); it never
 imports the actors, session, routing or persistence layers (import-linter
@@ -14,9 +14,10 @@ Modules: :mod:`.gateway` (the interface, as Protocols), :mod:`.server`
 :mod:`.connection` (one MQTT connection as an asyncio Protocol), :mod:`.endings`
 (how a connection ends),
 :mod:`.gate` (state table and packets held until CONNACK), :mod:`.output`
-(coalesced, bounded output), :mod:`.admission` (per-address limits),
-:mod:`.overload` (memory and loop lag), :mod:`.settings`, :mod:`.stats`,
-:mod:`.loop`.
+(coalesced, bounded output), :mod:`.tls` (TLS contexts, their reload,
+certificate identities), :mod:`.websocket` (MQTT over WebSocket, sans-IO),
+:mod:`.admission` (per-address limits), :mod:`.overload` (memory and loop
+lag), :mod:`.settings`, :mod:`.stats`, :mod:`.loop`.
 """
 
 from .connection import MqttConnection
@@ -26,8 +27,10 @@ from .overload import OverloadGuard
 from .server import Listener, bind_listener, start_listener
 from .settings import ConnectionSettings
 from .stats import TransportStats
+from .tls import Certificates, TlsOptions, tls_problem
 
 __all__ = [
+    "Certificates",
     "Connection",
     "ConnectionSettings",
     "Gateway",
@@ -35,9 +38,11 @@ __all__ = [
     "MqttConnection",
     "OverloadGuard",
     "SessionPort",
+    "TlsOptions",
     "TransportStats",
     "bind_listener",
     "new_event_loop",
     "run",
     "start_listener",
+    "tls_problem",
 ]

@@ -2,12 +2,13 @@
 
 :class:`MqttConnection` is an ``asyncio.Protocol``: it works the same over a
 TCP transport, a TLS one (asyncio's SSL protocol wraps it) or a WebSocket
-adapter that presents the frames' payload as a byte stream; it never touches
-a socket. It owns the codec's :class:`~actorbroker.codec.Decoder`, applies
-the connection-state table (:mod:`actorbroker.codec.states`), enforces the
-connect timeout and the keepalive, and turns each read into one ``Inbound``
-for the session port. It is also the ``Connection`` the session writes to
-(the contract is in :mod:`.gateway`).
+adapter that presents the frames' payload as a byte stream
+(:mod:`.websocket`); it never touches a socket. It owns the codec's
+:class:`~actorbroker.codec.Decoder`, applies the connection-state table
+(:mod:`actorbroker.codec.states`), enforces the connect timeout and the
+keepalive, and turns each read into one ``Inbound`` for the session port. It
+is also the ``Connection`` the session writes to (the contract is in
+:mod:`.gateway`).
 
 Output goes through an :class:`~.output.Outbox` (one ``transport.write``
 per loop tick, bounded, congestion reported); the state table and the
@@ -76,6 +77,13 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         #: Called once with this connection when its socket is gone (the listener's hook).
         self.on_lost: Callable[[MqttConnection], None] | None = None
+        #: The listener's name, for log lines about what arrived on the wrong one.
+        self.listener = ""
+        #: use_identity_as_username: the user named by the verified client certificate
+        #: (``peercert`` -> name), set by a TLS listener before the handshake; the
+        #: result is :attr:`identity`, which the gateway uses as the user name.
+        self.identify: Callable[[object], str | None] | None = None
+        self.identity: str | None = None
         self._gateway = gateway
         self._guard = guard
         self._settings = settings
@@ -203,6 +211,14 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
         if self._closing:  # close() came while the transport was being set up
             transport.close()
             return
+        if self.identify is not None:
+            self.identity = self.identify(transport.get_extra_info("peercert"))
+            if self.identity is None:
+                log.warning("conn %d %s: listener %s: the client certificate names no user "
+                            "(no CN, no subjectAltName): closing", self.conn_id, self._who(),
+                            self.listener)
+                self._shutdown("client certificate without a name", graceful=False)
+                return
         self._idle.touch()
         self._timer = self._loop.call_later(self._settings.connect_timeout, self._connect_timeout)
 

@@ -46,6 +46,8 @@ _S = ConnectionState
 #: Seconds a closing connection keeps reading (and discarding) for the peer's EOF before it
 #: closes: the peer has its last packet by then, or is not reading (``close_timeout``).
 _LINGER = 1.0
+#: The first byte of a TLS handshake record: no MQTT packet starts so (CONNECT flags are 0).
+_TLS_HANDSHAKE = b"\x16"
 
 
 class ConnectionEndings:
@@ -53,6 +55,7 @@ class ConnectionEndings:
 
     # MqttConnection's state, declared for the type checker (MqttConnection sets it).
     conn_id: int
+    listener: str
     _settings: ConnectionSettings
     _stats: TransportStats
     _loop: asyncio.AbstractEventLoop
@@ -100,10 +103,20 @@ class ConnectionEndings:
     # -- why it ends -------------------------------------------------------------
 
     def _violation(self, exc: ProtocolError) -> None:
-        """The peer broke the protocol: log the rule, say why (v5), close."""
+        """The peer broke the protocol: log the rule, say why (v5), close.
+
+        A TLS ClientHello instead of a CONNECT gets its own line: the client
+        wants a TLS listener, and the codec's complaint would not say so.
+        """
         if self._closing:
             return
         self._stats.protocol_errors += 1
+        if self._gate.state is _S.AWAIT_CONNECT and self._head[:1] == _TLS_HANDSHAKE:
+            log.warning("listener %s: TLS handshake (ClientHello) from %s on a plain MQTT "
+                        "listener: closing (the client wants a tls listener)", self.listener,
+                        self._who())
+            self._shutdown("TLS on a plain listener", graceful=False)
+            return
         # The text, not the exception: a kept log record (a test's capture, a memory
         # handler) would keep its traceback's frames, this connection among them.
         log.warning("conn %d %s: protocol error, closing: %s", self.conn_id, self._who(), str(exc))

@@ -59,7 +59,11 @@ here runs. Three roles:
     * ``conn_id``: unique int for the life of the process; ``peer``:
       (host, port) of the client; ``protocol_level``: 3, 4 or 5 (None until
       CONNECT); ``client_id``: the CONNECT's id (the gateway may replace an
-      empty one by assigning to it).
+      empty one by assigning to it); ``identity``: on a TLS listener with
+      use_identity_as_username, the user the verified client certificate
+      names (CN, else first subjectAltName), known before CONNECT arrives;
+      the gateway makes it the CONNECT's user name, in place of the
+      client's user name and password. None otherwise.
     * ``send(packets)``: encode with the connection's protocol level and
       queue; all output queued in one loop tick goes out in one socket
       write. Sending a CONNACK is what the transport watches for: success
@@ -124,6 +128,10 @@ class Connection(Protocol):
 
     client_id: str | None
     """The CONNECT's client id (None before CONNECT); the gateway may assign one."""
+
+    identity: str | None
+    """The user a verified client certificate names, on a TLS listener with
+    use_identity_as_username; None otherwise."""
 
     def send(self, packets: Iterable[Packet]) -> None:
         """Encode ``packets`` and queue them; flushed with one write per loop tick."""

@@ -1,8 +1,9 @@
-"""Transport layer: MQTT listeners (TCP now). Imports stdlib, asyncio, codec and messages.
+"""Transport layer: MQTT listeners over TCP, TLS, WebSocket and WebSocket over TLS. Imports stdlib, asyncio, codec, messages and websockets.
 
     stats = TransportStats()
     listener = await start_listener(config.listeners[0], config.limits, gateway, stats)
     listener.port                        # the real port, also when configured as 0
+    listener.reload_certificates()       # tls/wss: SIGHUP; the files are also polled
     ...
     await listener.close()               # stop accepting
     await listener.close_all()           # v5 clients get DISCONNECT 0x8B, then all close
@@ -13,9 +14,18 @@ name resolves to, both loopbacks for ``localhost``; bound by
 :class:`~.acceptor.Acceptor` per socket, and the set of its live
 connections. Each accepted socket becomes one
 :class:`~.connection.MqttConnection` through
-``loop.connect_accepted_socket``: the seam where TLS (its ``ssl=``
-argument) and WebSocket (a protocol that unwraps frames around the
-MqttConnection) slot in later without touching the connection.
+``loop.connect_accepted_socket``, with the listener's current TLS context
+as its ``ssl=`` (tls, wss: :mod:`.tls`) and a
+:class:`~.websocket.WebSocketAdapter` between the socket and the
+connection (ws, wss). The choice is made once per connection; a tcp
+connection's reads take the same path as before TLS existed.
+
+A TLS listener first peeks at the socket's first byte: anything but a TLS
+handshake record (plain MQTT, usually) is logged in one line naming the
+listener and the peer, and closed (a ClientHello on a tcp or ws listener:
+:mod:`.endings`, :mod:`.websocket`). Its files are looked at every
+``CERTIFICATE_POLL`` seconds and reloaded when they changed;
+:meth:`Listener.reload_certificates` does it at once (SIGHUP).
 
 Beyond ``max_connections`` live connections (0: unlimited), or beyond the
 per-address limits (:class:`~.admission.Admission`), a new socket is
@@ -33,7 +43,8 @@ import asyncio
 import errno
 import logging
 import socket
-from collections.abc import Mapping
+import ssl
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -47,10 +58,16 @@ from .output import FlushQueue
 from .overload import OverloadGuard
 from .settings import ConnectionSettings, LimitsLike, ListenerLike
 from .stats import LogLimiter, TransportStats
+from .tls import Certificates, TlsOptions, certificate_identity, peek_first_byte
+from .websocket import WebSocketAdapter
 
 __all__ = ["Listener", "bind_listener", "start_listener"]
 
 log = logging.getLogger("actorbroker.transport")
+
+_TLS_TYPES = ("tls", "wss")
+#: Seconds between two looks at a TLS listener's files (mtime, size, inode).
+CERTIFICATE_POLL = 5.0
 
 
 async def start_listener(config: ListenerLike, limits: LimitsLike, gateway: Gateway,
@@ -65,14 +82,19 @@ async def start_listener(config: ListenerLike, limits: LimitsLike, gateway: Gate
     before it starts anything else, so that a port in use fails the start
     before a data directory is touched. ``guard`` refuses CONNECTs while the
     broker is overloaded. Raises ``OSError`` if the address
-    cannot be bound (a startup failure, for the supervisor).
+    cannot be bound, and ``OSError``/``ssl.SSLError`` if a TLS listener's
+    files cannot be loaded (a startup failure, for the supervisor).
     """
     loop = asyncio.get_running_loop()
+    certificates = None
+    if config.type in _TLS_TYPES:  # before binding: a bad file leaves no socket behind
+        certificates = Certificates(TlsOptions.of(config), f"{config.type} {config.bind}:{config.port}")
     if sockets is None:
         sockets = await bind_listener(config.bind, config.port, backlog)
     admission = Admission(config.max_connections_per_ip, config.max_connect_rate_per_ip)
     listener = Listener(loop, sockets, gateway, settings or ConnectionSettings.from_limits(limits),
-                        stats, max_connections=config.max_connections, admission=admission,
+                        stats, max_connections=config.max_connections, kind=config.type,
+                        certificates=certificates, path=config.path, admission=admission,
                         guard=guard)
     listener.start()
     return listener
@@ -83,8 +105,12 @@ class Listener:
 
     def __init__(self, loop: asyncio.AbstractEventLoop, sockets: list[socket.socket],
                  gateway: Gateway, settings: ConnectionSettings, stats: TransportStats, *,
-                 max_connections: int = 0, admission: Admission | None = None,
+                 max_connections: int = 0, kind: str = "tcp",
+                 certificates: Certificates | None = None, path: str = "/mqtt",
+                 poll_interval: float = CERTIFICATE_POLL, admission: Admission | None = None,
                  guard: OverloadGuard | None = None) -> None:
+        if (kind in _TLS_TYPES) != (certificates is not None):
+            raise ValueError(f"a {kind!r} listener needs certificates exactly when it is tls or wss")
         self._loop = loop
         self._sockets = tuple(sockets)
         self._gateway = gateway
@@ -97,12 +123,24 @@ class Listener:
         self._conns: dict[int, MqttConnection] = {}
         self._ips: dict[int, str] = {}  # conn_id -> source address, while admission counts
         self._tasks: set[asyncio.Task[None]] = set()
+        #: How to drop a connection that is not MQTT yet (a TLS first byte or handshake,
+        #: a WebSocket upgrade under way): close_all cannot ask it to say goodbye.
+        self._pending: dict[int, Callable[[], object]] = {}
         self._acceptors = [Acceptor(loop, s, self._on_accept, stats) for s in sockets]
         self._limiter = LogLimiter(log)
         self._idle: asyncio.Future[None] | None = None
         self._closed = False
         self._port = int(sockets[0].getsockname()[1])
-        self.name = ", ".join(_address(s) for s in sockets)
+        self.kind = kind
+        self.name = f"{kind} " + ", ".join(_address(s) for s in sockets)
+        self._websocket = kind in ("ws", "wss")
+        self._path = path
+        #: The TLS context new handshakes use, and its reload (tls and wss only).
+        self.certificates = certificates
+        if certificates is not None:
+            certificates.name = self.name
+        self._poll_interval = poll_interval
+        self._poll: asyncio.TimerHandle | None = None
         #: What v5 clients are told by :meth:`close_all` by default: 0x8B, or a
         #: redirection (0x9C/0x9D with a Server Reference) the app configures.
         self.farewell: tuple[int, Properties] = (ReasonCode.SERVER_SHUTTING_DOWN, NO_PROPERTIES)
@@ -131,13 +169,36 @@ class Listener:
         """Begin accepting on every socket."""
         for acceptor in self._acceptors:
             acceptor.start()
+        if self.certificates is not None:
+            self._poll = self._loop.call_later(self._poll_interval, self._check_certificates)
         log.info("listening for MQTT on %s", self.name)
+
+    def reload_certificates(self) -> bool:
+        """Load the TLS files anew (SIGHUP): new handshakes use them, open connections stay.
+
+        A failure keeps the previous certificates and logs why. False on a
+        failure, True otherwise (also on a listener without TLS: nothing to do).
+        """
+        return self.certificates is None or self.certificates.reload()
+
+    def _check_certificates(self) -> None:
+        self._poll = None
+        if self._closed or self.certificates is None:
+            return
+        try:
+            if self.certificates.changed():
+                self.certificates.reload()
+        finally:
+            self._poll = self._loop.call_later(self._poll_interval, self._check_certificates)
 
     async def close(self) -> None:
         """Stop accepting and close the listening sockets; connections stay open."""
         if self._closed:
             return
         self._closed = True
+        if self._poll is not None:
+            self._poll.cancel()
+            self._poll = None
         for acceptor in self._acceptors:
             acceptor.stop()
         for sock in self._sockets:
@@ -154,7 +215,11 @@ class Listener:
         """
         code, properties = self.farewell if reason_code is None else (reason_code, None)
         for conn in list(self._conns.values()):
-            conn.close(code, "server shutting down", properties)
+            drop = self._pending.pop(conn.conn_id, None) if conn.transport is None else None
+            if drop is not None:
+                drop()
+            else:
+                conn.close(code, "server shutting down", properties)
         if not self._conns:
             return
         self._idle = self._loop.create_future()
@@ -201,17 +266,82 @@ class Listener:
         task.add_done_callback(self._tasks.discard)
 
     async def _attach(self, conn: MqttConnection, sock: socket.socket) -> None:
-        """Wrap the socket in a transport driving ``conn`` (TLS/WS: here)."""
+        """Wrap the socket in a transport driving ``conn``: TLS first (tls, wss), WebSocket (ws, wss)."""
+        conn.listener = self.name
+        protocol: asyncio.BaseProtocol | None
         try:
-            await self._loop.connect_accepted_socket(lambda: conn, sock)
+            if self.certificates is None:
+                _, protocol = await self._loop.connect_accepted_socket(self._protocol(conn), sock)
+            else:
+                task = asyncio.current_task()
+                assert task is not None
+                self._pending[conn.conn_id] = task.cancel
+                protocol = await self._tls(conn, sock)
+                self._pending.pop(conn.conn_id, None)
+            if isinstance(protocol, WebSocketAdapter) and not protocol.open:
+                self._pending[conn.conn_id] = protocol.abort
+        except asyncio.CancelledError:  # close_all while the handshake was under way
+            self._unattached(conn, sock)
         except Exception as exc:  # e.g. the peer reset before the transport existed
             log.info("listener %s: could not set up a connection: %r", self.name, exc)
-            sock.close()
-            if conn.transport is None:
-                self._forget(conn)
+            self._unattached(conn, sock)
+
+    async def _tls(self, conn: MqttConnection, sock: socket.socket) -> asyncio.BaseProtocol | None:
+        """The TLS handshake, after checking that the client starts one; None if it failed."""
+        assert self.certificates is not None
+        who = _peer(sock)  # for the log lines of a failure, when the peer may be gone
+        if not await self._tls_first(sock, conn, who):
+            return None
+        if self.certificates.options.use_identity_as_username:
+            conn.identify = certificate_identity
+        try:
+            _, protocol = await self._loop.connect_accepted_socket(
+                self._protocol(conn), sock, ssl=self.certificates.context,
+                ssl_handshake_timeout=self._settings.connect_timeout)
+        except ssl.SSLError as exc:
+            log.info("listener %s: TLS handshake with %s failed: %s", self.name, who,
+                     exc.reason or exc)
+            self._unattached(conn, sock)
+            return None
+        return protocol
+
+    def _protocol(self, conn: MqttConnection) -> Callable[[], asyncio.Protocol]:
+        """What drives the socket: ``conn`` itself, or a WebSocket adapter around it."""
+        if not self._websocket:
+            return lambda: conn
+        return lambda: WebSocketAdapter(
+            conn, path=self._path, loop=self._loop, listener=self.name, on_failed=self._forget,
+            max_frame=max(self._settings.max_packet_size, 65536),
+            handshake_timeout=self._settings.connect_timeout)
+
+    async def _tls_first(self, sock: socket.socket, conn: MqttConnection, who: str) -> bool:
+        """Whether the first byte (peeked: it stays for the handshake) starts a TLS record.
+
+        Anything else (plain MQTT, usually) gets one log line and is closed;
+        so is a socket that sends nothing within ``connect_timeout``.
+        """
+        first = await peek_first_byte(self._loop, sock, self._settings.connect_timeout)
+        if first == b"\x16":
+            return True
+        if first is None:
+            log.info("listener %s: no TLS handshake from %s within %gs, closing", self.name,
+                     who, self._settings.connect_timeout)
+        elif first:
+            what = ("plain MQTT (CONNECT)" if first[0] >> 4 == 1
+                    else f"not TLS (first byte 0x{first[0]:02x})")
+            log.warning("listener %s: %s from %s on a TLS listener: closing (the client must "
+                        "use TLS)", self.name, what, who)
+        self._unattached(conn, sock)
+        return False
+
+    def _unattached(self, conn: MqttConnection, sock: socket.socket) -> None:
+        sock.close()
+        if conn.transport is None:
+            self._forget(conn)
 
     def _forget(self, conn: MqttConnection) -> None:
         self._conns.pop(conn.conn_id, None)
+        self._pending.pop(conn.conn_id, None)
         ip = self._ips.pop(conn.conn_id, None)
         if ip is not None and self._admission is not None:
             self._admission.release(ip)
@@ -285,6 +415,14 @@ def _listen(family: int, kind: int, proto: int, address: Any, backlog: int) -> s
         sock.close()
         raise
     return sock
+
+
+def _peer(sock: socket.socket) -> str:
+    try:
+        host, port = sock.getpeername()[:2]
+    except OSError:
+        return "a peer gone already"
+    return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
 
 
 def _address(sock: socket.socket) -> str:

@@ -50,6 +50,37 @@ class ListenerLike(Protocol):
     @property
     def max_connect_rate_per_ip(self) -> float: ...
 
+    @property
+    def type(self) -> str: ...
+
+    @property
+    def path(self) -> str: ...
+
+    # The TLS options (tls, wss), as :class:`~.tls.TlsOptions` reads them.
+    @property
+    def certfile(self) -> str: ...
+
+    @property
+    def keyfile(self) -> str: ...
+
+    @property
+    def cafile(self) -> str: ...
+
+    @property
+    def require_certificate(self) -> bool: ...
+
+    @property
+    def use_identity_as_username(self) -> bool: ...
+
+    @property
+    def crlfile(self) -> str: ...
+
+    @property
+    def tls_version(self) -> str: ...
+
+    @property
+    def ciphers(self) -> str: ...
+
 
 @dataclass(frozen=True, slots=True)
 class ConnectionSettings:

@@ -44,6 +44,7 @@ class FakeConnection:
         self.peer = ("192.0.2.1", self.conn_id)
         self.protocol_level = level
         self.client_id: str | None = client_id
+        self.identity: str | None = None  # no client certificate (a plain listener)
         self.sent: list[Packet] = []
         self.closed = False
         self.close_reason = ""

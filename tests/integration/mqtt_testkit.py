@@ -138,12 +138,13 @@ class Client(PahoClient["Message", "Connected"]):
 
     def __init__(self, host: str, port: int, client_id: str = "", *, level: int = 4,
                  clean: bool = True, keepalive: int = 60,
-                 will: tuple[str, bytes, int, bool] | None = None) -> None:
+                 will: tuple[str, bytes, int, bool] | None = None,
+                 transport: str = "tcp") -> None:
         self.host, self.port, self.keepalive = host, port, keepalive
         self.client_id = client_id
         self._wire(mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id,
                                clean_session=clean, protocol=PROTOCOLS[level],
-                               reconnect_on_failure=False))
+                               reconnect_on_failure=False, transport=transport))
         if will is not None:
             topic, payload, qos, retain = will
             self.paho.will_set(topic, payload, qos, retain)

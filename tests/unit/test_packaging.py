@@ -46,8 +46,10 @@ def _find(name: str) -> Requirement:
     raise AssertionError(f"{name} is not declared in setup.cfg")
 
 
-def test_the_broker_itself_needs_pykka_uvloop_and_dill_only() -> None:
-    assert [r.name for r in _requirements()["install"]] == ["pykka", "uvloop", "dill"]
+def test_the_broker_itself_needs_pykka_uvloop_dill_and_websockets_only() -> None:
+    # websockets: the sans-IO WebSocket protocol of ws/wss listeners (no server of its own).
+    assert [r.name for r in _requirements()["install"]] == ["pykka", "uvloop", "dill",
+                                                            "websockets"]
 
 
 @pytest.mark.parametrize(("name", "refused", "accepted"), [
@@ -57,6 +59,7 @@ def test_the_broker_itself_needs_pykka_uvloop_and_dill_only() -> None:
     ("pyarrow", ["17.0.0", "27.0.0"], ["18.0.0", "26.0.1"]),
     ("numpy", ["3.0.0"], ["1.24.0", "2.4.6"]),
     ("psutil", ["8.0.0"], ["7.2.2"]),
+    ("websockets", ["16.1.1", "18.0"], ["17.1", "17.4"]),  # 17: max_size as (message, frame)
 ])
 def test_floors_and_caps(name: str, refused: list[str], accepted: list[str]) -> None:
     specifier = _find(name).specifier

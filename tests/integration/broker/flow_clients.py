@@ -6,7 +6,7 @@ one JSON object: what was published and acknowledged, what arrived, what
 was lost. Like a load generator written by someone else, the publishers
 go as fast as TCP and their window allow, with no end-to-end credit: only
 the broker can keep its subscribers' queues from overflowing. MQTT 3.1.1
-through the project's codec.
+through the project's codec (MQTT 5 for shared-group members).
 
 Modes:
 
@@ -17,6 +17,8 @@ Modes:
   as a client that hands each message to slower work first.
 * ``fanin``: ``publishers`` QoS 0 publishers, ``messages`` each, into one
   subscriber of ``fanin/+`` reading as fast as it can.
+* ``shared``: the same publishers into an MQTT 5 shared group of two
+  members (``$share/g/shared/+``): each message reaches one of them.
 
 A payload is ``publisher index:sequence number``; a message is lost if it
 was published (QoS 1: acknowledged) and never arrived.
@@ -42,23 +44,14 @@ class SlowSubscriber(Conn):
 
     ACK_DELAY = 0.0
 
-    def data_received(self, data: bytes) -> None:
-        acks = []
-        for packet in self.decoder.feed(data):
-            if type(packet) is Publish:
-                self.received.append((packet.topic, packet.payload, packet.qos, packet.dup))
-                if packet.qos == 1:
-                    acks.append(encode(PubAck(packet.packet_id), LEVEL))  # type: ignore[arg-type]
-                if self.expected and len(self.received) >= self.expected:
-                    self.complete.set()
-            else:
-                self.packets.put_nowait(packet)
-        if acks:
-            asyncio.get_running_loop().call_later(self.ACK_DELAY, self._ack, b"".join(acks))
+    def send_acks(self, data: bytes) -> None:
+        asyncio.get_running_loop().call_later(self.ACK_DELAY, super().send_acks, data)
 
-    def _ack(self, data: bytes) -> None:
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.write(data)
+
+class Subscriber5(Conn):
+    """An MQTT 5 subscriber (shared subscriptions), acknowledging at once."""
+
+    level = 5
 
 
 class Publisher(Conn):
@@ -78,8 +71,10 @@ class Publisher(Conn):
 
 async def _client(host: str, port: int, client_id: str, kind: type[Conn] = Conn) -> Any:
     _, conn = await asyncio.get_running_loop().create_connection(kind, host, port)
-    conn.send(Connect("MQTT", LEVEL, client_id, True, 60))
-    assert (await conn.expect(ConnAck)) == ConnAck(False, 0)
+    conn.send(Connect("MQTT", kind.level, client_id, True, 60))
+    connack = await conn.expect(ConnAck)
+    assert isinstance(connack, ConnAck) and (connack.session_present, connack.reason_code) == (
+        False, 0), connack
     return conn
 
 
@@ -179,9 +174,31 @@ async def fanin(host: str, port: int, count: int, messages: int, timeout: float
     return await _finish([sub], sent, [sent], started, timeout)
 
 
+async def shared(host: str, port: int, count: int, messages: int, timeout: float
+                 ) -> dict[str, Any]:
+    """See the module doc."""
+    total = count * messages
+    members = [await _subscriber(host, port, f"shared-s{i}", "$share/g/shared/+", 0, 0,
+                                 Subscriber5) for i in range(2)]
+    pubs = [await _client(host, port, f"shared-p{i}", Publisher) for i in range(count)]
+    started = time.monotonic()
+    acked = await asyncio.gather(*(_publish_qos0(p, i, f"shared/{i}", messages)
+                                   for i, p in enumerate(pubs)))
+    sent = dict(enumerate(acked))
+    deadline = time.monotonic() + timeout
+    while sum(len(m.received) for m in members) < total and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)  # polls the count the two members' reads build up
+    merged = Conn()  # one view of what the group received, for _finish's count
+    merged.received = [r for m in members for r in m.received]
+    merged.complete.set()
+    report = await _finish([merged], sent, [sent], started, 0)
+    report["per_member"] = [len(m.received) for m in members]
+    return report
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=("pairs", "fanin"))
+    parser.add_argument("mode", choices=("pairs", "fanin", "shared"))
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--count", type=int, default=20, help="pairs, or fan-in publishers")
@@ -195,8 +212,11 @@ def main() -> None:
     if args.mode == "pairs":
         result = uvloop.run(pairs(args.host, args.port, args.count, args.qos, args.messages,
                                   args.window, args.timeout, args.ack_delay))
-    else:
+    elif args.mode == "fanin":
         result = uvloop.run(fanin(args.host, args.port, args.count, args.messages, args.timeout))
+    else:
+        result = uvloop.run(shared(args.host, args.port, args.count, args.messages,
+                                   args.timeout))
     json.dump(result, sys.stdout)
 
 

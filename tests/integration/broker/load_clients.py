@@ -64,8 +64,10 @@ def raise_nofile(wanted: int) -> int:
 class Conn(asyncio.Protocol):
     """One client connection: packets in a queue, PUBLISH acknowledged on arrival."""
 
+    level = LEVEL  # the protocol level this connection speaks (5: a subclass)
+
     def __init__(self) -> None:
-        self.decoder = Decoder(LEVEL)
+        self.decoder = Decoder(self.level)
         self.transport: asyncio.Transport | None = None
         self.packets: asyncio.Queue[Packet | None] = asyncio.Queue()
         self.received: list[tuple[str, bytes, int, bool]] = []
@@ -82,13 +84,18 @@ class Conn(asyncio.Protocol):
             if type(packet) is Publish:
                 self.received.append((packet.topic, packet.payload, packet.qos, packet.dup))
                 if packet.qos == 1:
-                    acks.append(encode(PubAck(packet.packet_id), LEVEL))  # type: ignore[arg-type]
+                    acks.append(encode(PubAck(packet.packet_id), self.level))  # type: ignore[arg-type]
                 if self.expected and len(self.received) >= self.expected:
                     self.complete.set()
             else:
                 self.packets.put_nowait(packet)
-        if acks and self.transport is not None:
-            self.transport.write(b"".join(acks))
+        if acks:
+            self.send_acks(b"".join(acks))
+
+    def send_acks(self, data: bytes) -> None:
+        """Acknowledge what one read brought (at once; a slower client overrides it)."""
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(data)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed.set()
@@ -96,7 +103,7 @@ class Conn(asyncio.Protocol):
 
     def send(self, *packets: Packet) -> None:
         assert self.transport is not None
-        self.transport.write(b"".join(encode(p, LEVEL) for p in packets))
+        self.transport.write(b"".join(encode(p, self.level) for p in packets))
 
     async def expect(self, kind: type, timeout: float = 30.0) -> Packet:
         """The next non-PUBLISH packet, which must be a ``kind`` (None: the connection closed)."""

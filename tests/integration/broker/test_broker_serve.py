@@ -46,7 +46,7 @@ def test_serve_talks_to_mosquitto_clients_and_stops_gracefully(
     log = "\n".join(broker.log)
     assert status == 0, log
     assert f"received {sig.name}: stopping" in log
-    assert "stopped listening on 127.0.0.1:" in log
+    assert "stopped listening on tcp 127.0.0.1:" in log
     assert re.search(r"client 'keeper' disconnected from 127\.0\.0\.1:\d+: server shutting down",
                      log), log
     assert "client 'cli-pub' disconnected" in log and "client sent DISCONNECT" in log

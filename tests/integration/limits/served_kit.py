@@ -48,7 +48,8 @@ class Served:
         text = "\n".join(f"{header}\n" + "\n".join(lines) for header, lines in sections.items())
         (cwd / "broker.toml").write_text(text + "\n")
         self.serve = Serve(cwd, "-c", "broker.toml", "--data-dir", "data")
-        self.port = int(self.serve.wait_for(r"listening for MQTT on 127\.0\.0\.1:(\d+)")[1])
+        listening = self.serve.wait_for(r"listening for MQTT on (?:tcp )?127\.0\.0\.1:(\d+)")
+        self.port = int(listening[1])
         self.host = "127.0.0.1"
         self.pid = self.serve.proc.pid
 

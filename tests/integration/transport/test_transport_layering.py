@@ -1,8 +1,8 @@
 """The transport's import rule (STYLE.md), the positive way import-linter cannot say.
 
-actorbroker/transport imports the standard library, uvloop,
-actorbroker.codec and actorbroker.messages only (asyncio and ssl are
-stdlib); actorbroker/messages.py imports the stdlib and the codec only.
+actorbroker/transport imports the standard library, uvloop, websockets
+(its sans-IO protocol, for ws/wss listeners), actorbroker.codec and
+actorbroker.messages only (asyncio and ssl are stdlib); actorbroker/messages.py imports the stdlib and the codec only.
 """
 
 from __future__ import annotations
@@ -37,10 +37,10 @@ def _offenders(files: list[Path], allowed: tuple[str, ...], own: str) -> list[st
     return offenders
 
 
-def test_transport_imports_stdlib_uvloop_codec_and_messages_only() -> None:
+def test_transport_imports_stdlib_uvloop_websockets_codec_and_messages_only() -> None:
     files = sorted((ROOT / "actorbroker" / "transport").glob("*.py"))
     assert len(files) >= 8
-    allowed = ("uvloop", "actorbroker.codec", "actorbroker.messages")
+    allowed = ("uvloop", "websockets", "actorbroker.codec", "actorbroker.messages")
     assert _offenders(files, allowed, "actorbroker.transport") == []
 
 

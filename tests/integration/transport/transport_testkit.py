@@ -209,15 +209,17 @@ class Broker:
     """A live listener on 127.0.0.1, port 0, with a :class:`TestGateway`."""
 
     def __init__(self, gateway: TestGateway | None = None, *, max_connections: int = 0,
-                 **settings: Any) -> None:
+                 kind: str = "tcp", **settings: Any) -> None:
         self.gateway = gateway or TestGateway()
         self.max_connections = max_connections
+        self.kind = kind  # "tcp" or "ws" (the TLS kinds need certificates: tests/integration/listeners)
         self.settings = ConnectionSettings(**settings)
         self.stats = TransportStats()
         self.clients: list[RawClient] = []
 
     async def __aenter__(self) -> Broker:
-        config = ListenerConfig(bind="127.0.0.1", port=0, max_connections=self.max_connections)
+        config = ListenerConfig(type=self.kind, bind="127.0.0.1", port=0,
+                                max_connections=self.max_connections)
         self.listener = await start_listener(config, LimitsConfig(), self.gateway, self.stats,
                                              settings=self.settings)
         return self

@@ -41,7 +41,8 @@ def test_check_config_lists_every_error_and_exits_1(command: list[str], tmp_path
     assert result.stdout.splitlines() == [
         "bad.toml:2: limits.max_qos must be 0, 1 or 2, not 3",
         "bad.toml:3: unknown option limits.max_inflight; did you mean max_inflight_messages?",
-        'bad.toml:6: listeners[0].type "tls" is not supported yet (only "tcp")',
+        ('bad.toml:5: listeners[0].certfile must be set, and keyfile too: a "tls" listener '
+         "needs certfile and keyfile"),
     ]
     assert result.stderr == ""
 
@@ -51,6 +52,24 @@ def test_check_config_says_ok_and_exits_0(command: list[str], tmp_path: Path) ->
     (tmp_path / "good.toml").write_text('[node]\nname = "n1"\n[[listeners]]\nport = 1884\n')
     result = _run(command, "check-config", "good.toml", cwd=tmp_path)
     assert (result.returncode, result.stdout, result.stderr) == (0, "ok\n", "")
+
+
+def test_check_config_loads_the_tls_files(tmp_path: Path) -> None:
+    key = tmp_path / "server.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", str(key), "-out",
+                    str(tmp_path / "server.pem"), "-days", "1", "-subj", "/CN=localhost"],
+                   capture_output=True, check=True, timeout=30)
+    listener = '[[listeners]]\ntype = "{kind}"\nport = {port}\ncertfile = "{cert}"\nkeyfile = "server.key"\n'
+    (tmp_path / "tls.toml").write_text(listener.format(kind="tls", port=8883, cert="server.pem")
+                                       + listener.format(kind="wss", port=8884, cert="gone.pem"))
+    result = _run([str(SCRIPT)], "check-config", "tls.toml", cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (
+        1, ("tls.toml: cannot load the TLS files of listener wss 127.0.0.1:8884: gone.pem: No "
+            "such file or directory (check certfile, keyfile, cafile, crlfile)\n"))
+    (tmp_path / "tls.toml").write_text(listener.format(kind="tls", port=8883, cert="server.pem"))
+    result = _run([str(SCRIPT)], "check-config", "tls.toml", cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (0, "ok\n")
 
 
 def test_check_config_syntax_error_and_missing_file(tmp_path: Path) -> None:

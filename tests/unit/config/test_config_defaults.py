@@ -34,6 +34,15 @@ EXPECTED_DEFAULTS: dict[tuple[str, str], object] = {
     ("listeners", "max_connections"): 10_000,
     ("listeners", "max_connections_per_ip"): 0,
     ("listeners", "max_connect_rate_per_ip"): 0.0,
+    ("listeners", "certfile"): "",
+    ("listeners", "keyfile"): "",
+    ("listeners", "cafile"): "",
+    ("listeners", "require_certificate"): False,
+    ("listeners", "use_identity_as_username"): False,
+    ("listeners", "crlfile"): "",
+    ("listeners", "tls_version"): "tlsv1.2",
+    ("listeners", "ciphers"): "",
+    ("listeners", "path"): "/mqtt",
     ("limits", "max_packet_size"): 1024 * 1024,
     ("limits", "max_connect_size"): 64 * 1024,
     ("limits", "max_inflight_messages"): 20,
@@ -175,8 +184,8 @@ def test_sections_built_in_code_are_checked_like_a_file() -> None:
          "limits.max_inflight_messages must be from 1 to 65535, not 0"),
         (None, "limits.max_qos", "limits.max_qos must be 0, 1 or 2, not 7"),
     ]
-    with pytest.raises(InvalidConfigError, match='listeners.type "ws" is not supported yet'):
-        ListenerConfig(type="ws")
+    with pytest.raises(InvalidConfigError, match='listeners.keyfile must be set: a "wss" listener'):
+        ListenerConfig(type="wss", certfile="server.pem")
     timeout = LimitsConfig(connect_timeout=3).connect_timeout
     assert timeout == 3.0 and type(timeout) is float
 

@@ -19,7 +19,7 @@ data_dir = "/srv/ab"
 level = "verbose"
 
 [[listeners]]
-type = "wss"
+type = "udp"
 port = 70000
 
 [[listeners]]
@@ -45,7 +45,7 @@ interval = inf
 EXPECTED = [
     (3, "node.name must be made of letters, digits, '_', '.' and '-' (it names topics and files)"),
     (7, 'log.level must be "debug", "info", "warning" or "error", not "verbose"'),
-    (10, 'listeners[0].type "wss" is not supported yet (only "tcp")'),
+    (10, 'listeners[0].type must be "tcp", "tls", "ws" or "wss", not "udp"'),
     (11, "listeners[0].port must be from 0 to 65535 (0: a free port chosen by the system, "
          "for tests), not 70000"),
     (14, 'listeners[1].port must be an integer, not a string ("1884")'),
@@ -142,7 +142,8 @@ def test_unknown_names_get_a_suggestion(text: str, expected: str) -> None:
                                         "topics), not -0.5"),
         ("[retained]\nenabled = \"yes\"\n", 2,
          'retained.enabled must be a boolean, not a string ("yes")'),
-        ("[[listeners]]\ntype = \"udp\"\n", 2, 'listeners[0].type must be "tcp", not "udp"'),
+        ("[[listeners]]\ntype = \"udp\"\n", 2,
+         'listeners[0].type must be "tcp", "tls", "ws" or "wss", not "udp"'),
     ],
 )
 def test_shape_and_type_errors(text: str, line: int, expected: str) -> None:

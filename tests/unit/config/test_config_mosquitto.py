@@ -30,7 +30,7 @@ def test_a_mosquitto_conf_gets_the_hint_then_each_option(tmp_path: Path) -> None
     errors = [(e.line, e.message) for e in check(path)]
     assert errors[0] == (2, HINT)
     assert [line for line, _ in errors[1:]] == [2, 4, 5, 7, 8, 9, 10, 11]
-    assert (11, "mosquitto's cafile: " + MOSQUITTO_OPTIONS["certfile"]) in errors
+    assert (11, "mosquitto's cafile: " + MOSQUITTO_OPTIONS["cafile"]) in errors
     assert not [m for _, m in errors if "TOML syntax" in m]
 
 

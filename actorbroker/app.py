@@ -67,9 +67,17 @@ from actorbroker.actors.durable_tree import STORAGE_START_TIMEOUT, durable_child
 from actorbroker.codec import Properties, ReasonCode
 from actorbroker.config import Config, ListenerConfig
 from actorbroker.errors import AuthError
+from actorbroker.logbudget import LineBudget
 from actorbroker.startup import BrokerStartError, Preflight, held_tracebacks, preflight, root_cause
 from actorbroker.ops import HttpListener, ListenerView, OpsContext, Sampler, open_http
-from actorbroker.transport import StatsTotal, TransportStats, new_event_loop, run, start_listener
+from actorbroker.transport import (
+    OverloadGuard,
+    StatsTotal,
+    TransportStats,
+    new_event_loop,
+    run,
+    start_listener,
+)
 from supervisors import (
     ChildKind,
     ChildSpec,
@@ -112,6 +120,8 @@ class Broker:
         self.listener_stats = [TransportStats() for _ in self.config.listeners]
         self.stats = StatsTotal(self.listener_stats)
         self._http: ListenerHandle | None = None
+        self._log_budget: LineBudget | None = None
+        self._guard: OverloadGuard | None = None
 
     # -- where it listens ------------------------------------------------------
 
@@ -153,6 +163,11 @@ class Broker:
         if self._root is not None:
             raise RuntimeError("the broker was started already")
         prepared = await preflight(self.config)  # nothing on disk or in the tree yet
+        self._log_budget = LineBudget.install()  # a flood of clients must not flood the log
+        limits = self.config.limits
+        self._guard = OverloadGuard(asyncio.get_running_loop(), limits.max_memory,
+                                    limits.max_loop_lag)
+        self._guard.start()
         if self.config.node.data_dir is None:
             log.info("no data directory: sessions and messages are kept in memory only "
                      "([node] data_dir keeps them)")
@@ -181,6 +196,7 @@ class Broker:
             await which_children(self._root)  # answered once every child has started
         except ActorDeadError:
             reason = await self._exit
+            self._guard.stop()
             prepared.failed()
             raise BrokerStartError(f"the broker failed to start: {root_cause(reason)}") from None
         log.info("actorbroker started: listening on %s",
@@ -218,7 +234,8 @@ class Broker:
                     prepared: Preflight, index: int) -> ListenerHandle:
         handle: ListenerHandle = await start_listener(listener, self.config.limits, gateway,
                                                       self.listener_stats[index],
-                                                      sockets=prepared.take(index))
+                                                      sockets=prepared.take(index),
+                                                      guard=self._guard)
         reference = self.settings.server_reference
         if reference:  # MQTT 5: tell clients where to go when this node shuts down
             code = (ReasonCode.SERVER_MOVED if self.settings.server_moved
@@ -275,8 +292,12 @@ class Broker:
             return
         shutdown(root)
         reason = await self._exit
+        if self._guard is not None:
+            self._guard.stop()
         if self.node is not None:
             self.node.metrics.drop_log.flush()
+        if self._log_budget is not None:
+            self._log_budget.flush()
         log.info("actorbroker stopped (%s)", reason)
 
     async def wait(self) -> ExitReason:

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from actorbroker.codec import shown
 from actorbroker.codec.frozen import quick_init
 from actorbroker.messages import ReadCredit
 from actorbroker.session.queue import OutboundQueue
@@ -127,9 +128,9 @@ class PublisherHolds:
         if queue.pressed:
             self.stuck = True
             self._metrics.subscribers_stuck += 1
-            log.warning("client %r: took nothing from its queue for %.1f s while holding its "
-                        "publishers: releasing them; its queue limits apply", self._client_id,
-                        self._timeout)
+            log.warning("client %s: took nothing from its queue for %.1f s while holding its "
+                        "publishers: releasing them; its queue limits apply",
+                        shown(self._client_id), self._timeout)
         self.release()
 
     def _arm(self) -> None:

@@ -31,7 +31,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from actorbroker.codec import Connect, Packet, Subscription
+from actorbroker.codec import Connect, Packet, Subscription, shown
 from actorbroker.durable import OffsetQueue
 from actorbroker.durable.journal import (
     ack_records,
@@ -276,8 +276,9 @@ class SessionDurability:
 
     def _refused(self, held: Held, code: int, reason: str) -> None:
         count = held.refuse(self._actor.core, code, reason)
-        log.warning("client %r: %d publish(es) refused, the commit log cannot store them (%s)%s",
-                    self._cid, count, reason, "; QoS 1 routed before the sync failed: delivered "
+        log.warning("client %s: %d publish(es) refused, the commit log cannot store them (%s)%s",
+                    shown(self._cid), count, reason,
+                    "; QoS 1 routed before the sync failed: delivered "
                     "at least once, resent by the client" if held.acks else "")
         if self.durable:
             kept = [r for r in held.records if not isinstance(r, Publish)]

@@ -54,6 +54,7 @@ from actorbroker.codec import (
     Properties,
     ReasonCode,
     protocol_name,
+    shown,
 )
 from actorbroker.session import Refused, check_connect
 from supervisors import ChildSpec, LoopFuture, Restart, start_sharded_child
@@ -223,12 +224,13 @@ class SessionGateway:
         try:
             ref: ActorRef[Any] | None = future.get()
         except Exception as exc:
-            log.error("could not start the session of client %r: %r", client_id, exc)
+            log.error("could not start the session of client %s: %r", shown(client_id), exc)
             ref = None
         try:
             self._started(client_id, ref)
         except Exception:  # runs inside the supervisor's reply: never raise there
-            log.exception("gateway: handing connections to client %r's session failed", client_id)
+            log.exception("gateway: handing connections to client %s's session failed",
+                          shown(client_id))
 
     def _started(self, client_id: str, ref: ActorRef[Any] | None) -> None:
         ports = self._starting.pop(client_id, [])
@@ -284,7 +286,7 @@ def _refuse(conn: Any, connack: ConnAck | None, reason: str, packet: Connect | N
         connack = ConnAck(connack.session_present, connack.reason_code, dataclasses.replace(
             connack.properties, reason_string=reason[:200]))
     host, port = conn.peer
-    log.info("refused client %r from %s:%s (%s): %s", conn.client_id, host, port,
+    log.info("refused client %s from %s:%s (%s): %s", shown(conn.client_id), host, port,
              protocol_name(conn.protocol_level), reason)
     if connack is not None:
         conn.send((connack,))

@@ -50,6 +50,7 @@ from typing import Any
 
 from pykka import ActorDeadError
 
+from actorbroker.codec import shown
 from actorbroker.durable import NEVER
 from actorbroker.durable.journal import publish_record, will_of
 from actorbroker.persistence.records import Record, SessionExpired, WillSent, WillSet
@@ -246,7 +247,7 @@ class KeeperActor(LoopActor):
             return  # its client is connecting: the session actor starting now takes it over
         if not node.names.unregister_session(client_id, placeholder):
             return  # resumed (or expired) since
-        log.info("client %r: offline session expired", client_id)
+        log.info("client %s: offline session expired", shown(client_id))
         pending = self._wills.get(client_id)
         if pending is not None and pending[1] is sleeping:  # [MQTT-3.1.3-9]: at the latest now
             del self._wills[client_id]
@@ -299,8 +300,8 @@ class KeeperActor(LoopActor):
         records.append(WillSent(client_id, will.topic, timestamp_us=ts))
         self._tokens += 1
         self._sending[self._tokens] = (client_id, message)
-        log.info("client %r: publishing its Will to %r (its connection ended without "
-                 "DISCONNECT [MQTT-3.1.2-8])", client_id, will.topic)
+        log.info("client %s: publishing its Will to %s (its connection ended without "
+                 "DISCONNECT [MQTT-3.1.2-8])", shown(client_id), shown(will.topic))
         storage = self._node.refs.storage
         try:
             if storage is None:
@@ -318,12 +319,12 @@ class KeeperActor(LoopActor):
             if message.qos:
                 message = with_offset(message, reply.offsets[0])
         else:  # as a session does: published all the same, without durability
-            log.warning("client %r: its Will is published without being stored (%s)",
-                        client_id, reply.reason)
+            log.warning("client %s: its Will is published without being stored (%s)",
+                        shown(client_id), reply.reason)
         try:
             self._node.registry().tell(RouteViaRegistry(message.topic, (message,), None))
         except (ActorDeadError, RuntimeError) as exc:
-            log.error("client %r: its Will could not be routed: %r", client_id, exc)
+            log.error("client %s: its Will could not be routed: %r", shown(client_id), exc)
 
     def _arm(self) -> None:
         if self._timer is None:

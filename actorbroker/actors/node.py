@@ -30,6 +30,7 @@ from actorbroker.session import (
     AppMessage, ConnectPolicy, PublishQuota, QueuePolicy, SessionConfig,
 )
 from actorbroker.session.capabilities import Mqtt5Policy
+from actorbroker.session.subscriptions import SubscriptionLimits
 
 from actorbroker.session.backoff import BackoffPolicy
 
@@ -110,6 +111,9 @@ class NodeSettings:
                 queue=queue, max_qos=limits.max_qos, retain_available=config.retained.enabled,
                 mqtt5=mqtt5,
                 publish_quota=PublishQuota(limits.max_publish_rate, limits.max_publish_burst),
+                subscription_limits=SubscriptionLimits(limits.max_subscriptions,
+                                                       limits.max_topic_length,
+                                                       limits.max_topic_levels),
             ),
             "connect": ConnectPolicy(
                 protocol_levels=frozenset({3, 4, 5}),

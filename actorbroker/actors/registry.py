@@ -86,6 +86,8 @@ from .messages import (
     TopicStarted,
 )
 from .node import Node
+from .registry_backlog import (SLICE, Continue, RegistryBacklog, RemoveWork, SlicedSubscriptions,
+                               SubscribeWork)
 from .registry_durable import DurableRegistry
 from .keeper import Sleeping
 from .shared import Reachable, SharedIndex, hash_key, journal_handed_back, journal_routed, pick
@@ -110,7 +112,7 @@ def _tell(ref: ActorRef[Any] | None, message: Any) -> None:
         pass  # a session or topic that just died; its successor resyncs
 
 
-class RegistryActor(DurableRegistry, LoopActor):
+class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
     """Subscriptions, retained messages and topic actors of one node (see the module doc)."""
 
     def __init__(self, node: Node) -> None:
@@ -126,6 +128,7 @@ class RegistryActor(DurableRegistry, LoopActor):
         #: Group -> messages handed back that no member could take yet (see _redeliver_one).
         self._owed: dict[str, list[AppMessage]] = {}
         self._hot = HotTopics(node.settings.topic_hot_window)
+        self._backlog = RegistryBacklog()  # subscription work in slices (registry_backlog.py)
 
     async def on_start(self) -> None:  # type: ignore[override]
         await self._load_durable()  # registry_durable.py: what the commit log holds
@@ -161,20 +164,47 @@ class RegistryActor(DurableRegistry, LoopActor):
 
     def on_receive(self, message: Any) -> Any:
         cls = type(message)
+        if cls is Continue:
+            self._backlog.scheduled = False
+            self._continue(SLICE)
+        elif cls is SessionStarted:
+            self._continue(None)  # the answer must see every change that came before
+            return self._session_started(message.client_id)
+        elif self._backlog.must_wait(message):
+            self._backlog.append(message)
+        else:
+            self._dispatch(message)
+        return None
+
+    def _dispatch(self, message: Any) -> None:
+        cls = type(message)
         if cls is RouteViaRegistry:
             self._route_all(((message.topic, message.messages),), message)
         elif cls is RouteBatchViaRegistry:
             self._route_all(message.routes, message)
         elif cls is AddSubscriptions:
-            self._subscribe(message)
+            if len(message.subscriptions) > SLICE:
+                self._backlog.push_front(SubscribeWork(message))
+                self._continue(SLICE)
+            else:
+                self._subscribe(message)
         elif cls is RemoveSubscriptions:
-            self._unsubscribe(message)
+            if len(message.topic_filters) > SLICE:
+                self._backlog.push_front(RemoveWork(message.client_id, message.topic_filters,
+                                                    message.reply_to, message.packet_id))
+                self._continue(SLICE)
+            else:
+                self._unsubscribe(message)
         elif cls is SessionEnded:
-            self._drop_client(message.client_id)
+            filters = list(self._clients.get(message.client_id, ()))
+            if len(filters) > SLICE:
+                self._backlog.push_front(RemoveWork(message.client_id, filters, None, None,
+                                                    drop=True))
+                self._continue(SLICE)
+            else:
+                self._drop_client(message.client_id)
         elif cls is RedeliverShared:
             self._redeliver(message)
-        elif cls is SessionStarted:
-            return self._session_started(message.client_id)
         elif cls is _RetryOwed:
             self._retry_owed(message.client_id)
         elif cls is TopicStarted:
@@ -185,18 +215,25 @@ class RegistryActor(DurableRegistry, LoopActor):
             self._topic_down(message.ref, message.reason)
         else:
             raise TypeError(f"registry: unexpected message {message!r}")
-        return None
 
     # -- subscriptions ---------------------------------------------------------
 
     def _subscribe(self, request: AddSubscriptions) -> None:
+        changes: dict[ActorRef[Any], list[Change]] = {}
+        retained: dict[str, AppMessage] = {}
+        self._subscribe_range(request, 0, len(request.subscriptions), changes, retained)
+        self._subscribed(request, changes, retained)
+
+    def _subscribe_range(self, request: AddSubscriptions, start: int, stop: int,
+                         changes: dict[ActorRef[Any], list[Change]],
+                         retained: dict[str, AppMessage]) -> None:
+        """Apply ``request.subscriptions[start:stop]``; gather topic actors' changes and
+        the retained messages to send."""
         client_id = request.client_id
         self._clean[client_id] = request.clean
         client = self._clients.setdefault(client_id, {})
-        changes: dict[ActorRef[Any], list[Change]] = {}
-        retained: dict[str, AppMessage] = {}
         v5 = request.protocol_level == 5
-        for sub in request.subscriptions:
+        for sub in request.subscriptions[start:stop]:
             topic_filter = sub.topic_filter
             options = SubOptions.of(sub, request.subscription_id) if v5 else None
             grant = (sub.qos, request.epoch) if options is None else (
@@ -214,6 +251,10 @@ class RegistryActor(DurableRegistry, LoopActor):
                 changes.setdefault(ref, []).append((client_id, topic_filter, grant))
             for topic, message in self._retained.match(topic_filter):
                 retained[topic] = message
+
+    def _subscribed(self, request: AddSubscriptions, changes: dict[ActorRef[Any], list[Change]],
+                    retained: dict[str, AppMessage]) -> None:
+        """Tell the topic actors, then the session (its SUBACK goes after the changes)."""
         self._notify(changes)
         self._node.metrics.subscriptions = len(self._trie)
         _tell(request.reply_to,

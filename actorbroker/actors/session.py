@@ -44,7 +44,7 @@ from typing import Any
 
 from pykka import ActorDeadError
 
-from actorbroker.codec import Packet, ReasonCode
+from actorbroker.codec import Packet, ReasonCode, shown
 from actorbroker.messages import ConnectionLost, Drained, Inbound, ReadCredit
 from actorbroker.session import (
     AppMessage,
@@ -160,8 +160,8 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
         if subscriptions:
             self._epoch = found.epoch
             self._run(self._core.restore(subscriptions, self._now()))
-            log.info("client %r: session restored with %d subscription(s) after a restart",
-                     self.client_id, len(subscriptions))
+            log.info("client %s: session restored with %d subscription(s) after a restart",
+                     shown(self.client_id), len(subscriptions))
         elif self._restarted:
             self._retire()  # nothing survived the crash
 
@@ -199,7 +199,8 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
         if conn is not None:
             self._names.online.discard(self.client_id)
             self._metrics.disconnected()
-            log.info("client %r disconnected from %s: %s", self.client_id, peer(conn), reason)
+            log.info("client %s disconnected from %s: %s", shown(self.client_id), peer(conn),
+                     reason)
             conn.close(reason=reason)
 
     def _retire(self) -> None:

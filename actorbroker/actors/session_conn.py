@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from actorbroker.codec import ConnAck, Packet, protocol_name
+from actorbroker.codec import ConnAck, Packet, protocol_name, shown
 from actorbroker.messages import ConnectionLost, Drained
 from actorbroker.session import Effect, Send, SessionCore, SessionState
 
@@ -101,16 +101,16 @@ class ConnectionLifecycle:
             gateway.redispatch(attach)
             return
         if conn.closed:
-            log.info("client %r from %s: connection closed before it was attached",
-                     self.client_id, peer(conn))
+            log.info("client %s from %s: connection closed before it was attached",
+                     shown(self.client_id), peer(conn))
             if self._core.state is SessionState.NEW and self._conn is None:
                 self._retire()  # started for this connection alone: nothing to keep
             return
         now = self._now()
         old = self._conn
         if old is not None:
-            log.info("client %r disconnected from %s: taken over by a new connection from %s"
-                     " [MQTT-3.1.4-2]", self.client_id, peer(old), peer(conn))
+            log.info("client %s disconnected from %s: taken over by a new connection from %s"
+                     " [MQTT-3.1.4-2]", shown(self.client_id), peer(old), peer(conn))
             self._close_reason = None
             self._run(self._core.take_over(now))  # closes the old connection, maybe its Will
             self._conn = None
@@ -124,8 +124,8 @@ class ConnectionLifecycle:
         effects = self._core.attach(connect, now, assigned=attach.assigned,
                                     auth_data=attach.auth_data)
         # After attach: its CONNACK's Session Present is what "resumed" means to the client.
-        log.info("client %r connected from %s (%s, clean session %d, keepalive %ds%s%s%s)",
-                 self.client_id, peer(conn), protocol_name(connect.protocol_level),
+        log.info("client %s connected from %s (%s, clean session %d, keepalive %ds%s%s%s)",
+                 shown(self.client_id), peer(conn), protocol_name(connect.protocol_level),
                  connect.clean_start, connect.keepalive,
                  "" if connect.username is None else f", user {connect.username!r}",
                  ", id assigned" if attach.assigned else "",
@@ -151,7 +151,7 @@ class ConnectionLifecycle:
             self._metrics.disconnected()
         reason = self._close_reason or message.reason
         self._close_reason = None
-        log.info("client %r disconnected from %s: %s", self.client_id, peer(conn), reason)
+        log.info("client %s disconnected from %s: %s", shown(self.client_id), peer(conn), reason)
         if durability is not None:  # held for the commit log: this connection never gets them
             self._unwritten(durability.held_for(conn))
         effects = self._core.detach(self._now())

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from pykka import ActorDeadError
 
-from actorbroker.codec import Subscription
+from actorbroker.codec import Subscription, shown
 from actorbroker.durable import NEVER
 from actorbroker.messages import ReadCredit
 from actorbroker.persistence.records import DisconnectCause
@@ -113,8 +113,8 @@ class DurableSession:
         restore_flows(core, flights, load.inbound_qos2,
                       {flight.packet_id for flight in load.flights if flight.unsent})
         durability.restored(load)
-        log.info("client %r: durable session loaded from the commit log (%d subscription(s), "
-                 "%d in flight, %d queued)", self.client_id, len(load.subscriptions),
+        log.info("client %s: durable session loaded from the commit log (%d subscription(s), "
+                 "%d in flight, %d queued)", shown(self.client_id), len(load.subscriptions),
                  len(flights), len(load.queue))
         if load.connected:
             self._run([])  # journal the end of the connection its previous actor had
@@ -174,7 +174,7 @@ class DurableSession:
         """Hand the name to a placeholder (see actors/keeper.py), tell the keeper, stop."""
         sleeping: Any = Sleeping(self.client_id, self._node)
         self._node.names.register_session(self.client_id, sleeping)
-        log.debug("client %r: offline session hibernated", self.client_id)
+        log.debug("client %s: offline session hibernated", shown(self.client_id))
         self._retire()
         expiry = self._core.session_expiry
         keeper = self._node.refs.keeper

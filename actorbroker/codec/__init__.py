@@ -37,6 +37,7 @@ from .packets import (
     Will,
     protocol_name,
 )
+from .printable import shown
 from .properties import NO_PROPERTIES, Properties, PropertyId
 from .reason_codes import ConnectReturnCode, ReasonCode
 from .topics import validate_topic_filter, validate_topic_name
@@ -74,6 +75,7 @@ __all__ = [
     "Unsubscribe",
     "Will",
     "encode",
+    "shown",
     "validate_topic_filter",
     "validate_topic_name",
 ]

@@ -6,8 +6,9 @@ header, remaining length, maximum packet size), checks the fixed-header flags
 of each type and hands the body to its parser.
 
 Memory: a packet is rejected as soon as its fixed header announces more than
-``max_packet_size`` bytes, and the only thing kept between calls is the
-unfinished packet, so the buffer never exceeds ``max_packet_size`` (the
+``max_packet_size`` bytes (``max_connect_size`` for CONNECT and AUTH, the
+packets of a client not authenticated yet), and the only thing kept between
+calls is the unfinished packet, so the buffer never exceeds the limit (the
 fixed header is counted in it, as MQTT 5 counts it).
 
 Errors: every failure is a :class:`ProtocolError` (most of them
@@ -50,22 +51,31 @@ class Decoder:
     adopts (see :attr:`protocol_level`), and a second CONNECT is refused
     ([MQTT-3.1.0-2]). ``max_packet_size`` bounds a whole packet, fixed
     header included; larger ones raise :class:`PacketTooLargeError` (0x95).
+    ``max_connect_size`` (default: the same) bounds CONNECT and AUTH packets,
+    which a server reads from clients not authenticated yet.
     """
 
-    __slots__ = ("protocol_level", "max_packet_size", "_server", "_connected",
-                 "_buf", "_total", "_error")
+    __slots__ = ("protocol_level", "max_packet_size", "max_connect_size", "_smallest",
+                 "_server", "_connected", "_buf", "_total", "_error")
 
     def __init__(
-        self, protocol_level: int | None = None, max_packet_size: int | None = None
+        self, protocol_level: int | None = None, max_packet_size: int | None = None,
+        max_connect_size: int | None = None,
     ) -> None:
         if protocol_level is not None and protocol_level not in PROTOCOL_LEVELS:
             raise ValueError(f"protocol_level must be 3, 4, 5 or None, not {protocol_level!r}")
-        if max_packet_size is not None and max_packet_size < 2:
-            raise ValueError(f"max_packet_size must be at least 2, not {max_packet_size}")
+        for name, value in (("max_packet_size", max_packet_size),
+                            ("max_connect_size", max_connect_size)):
+            if value is not None and value < 2:
+                raise ValueError(f"{name} must be at least 2, not {value}")
         #: The protocol level in use: given, or learnt from the CONNECT.
         self.protocol_level: int | None = protocol_level
         #: Largest packet accepted, fixed header included.
         self.max_packet_size: int = min(max_packet_size or MAX_PACKET_SIZE, MAX_PACKET_SIZE)
+        #: Largest CONNECT or AUTH packet accepted, fixed header included.
+        self.max_connect_size: int = min(max_connect_size or MAX_PACKET_SIZE, self.max_packet_size)
+        # Below this no packet needs its type looked at (the per-packet fast path).
+        self._smallest = self.max_connect_size
         self._server = protocol_level is None
         self._connected = False
         self._buf = bytearray()
@@ -91,7 +101,9 @@ class Decoder:
                 self._parse(data, start, out)
             return out
         except ProtocolError as exc:
-            self._error = exc
+            # A copy: the raised one gets a traceback whose frames hold our caller, a
+            # reference cycle that would keep a closed connection for the collector.
+            self._error = type(exc)(str(exc), exc.reason_code)
             self._buf = bytearray()
             raise
 
@@ -147,9 +159,16 @@ class Decoder:
         )
 
     def _check_size(self, first: int, size: int) -> None:
-        if size > self.max_packet_size:
+        ptype = first >> 4
+        if ptype == 1 or ptype == 15:
+            if size > self.max_connect_size:
+                raise PacketTooLargeError(
+                    f"[MQTT-3.2.2-15] (3.1.1: [MQTT-4.8.0-1]) {_NAMES[ptype]} of {size} bytes"
+                    f" or more exceeds the limit before authentication {self.max_connect_size}"
+                )
+        elif size > self.max_packet_size:
             raise PacketTooLargeError(
-                f"[MQTT-3.2.2-15] (3.1.1: [MQTT-4.8.0-1]) {_NAMES[first >> 4]} of"
+                f"[MQTT-3.2.2-15] (3.1.1: [MQTT-4.8.0-1]) {_NAMES[ptype]} of"
                 f" {size} bytes or more exceeds the maximum packet size {self.max_packet_size}"
             )
 
@@ -166,7 +185,7 @@ class Decoder:
         n = len(data)
         level = self.protocol_level
         append = out.append
-        max_size = self.max_packet_size
+        max_size = self._smallest
         new_publish = PublishBuilder
         while pos < n:
             first = data[pos]

@@ -267,7 +267,7 @@ def parse_subscribe(data: bytes, pos: int, end: int, flags: int, level: int) -> 
         if level != 5:
             if options & 0xFC or qos == 3:
                 raise MalformedPacketError(
-                    "[MQTT-3-8.3-4] Requested QoS byte has reserved bits set or QoS 3"
+                    "[MQTT-3.8.3-4] Requested QoS byte has reserved bits set or QoS 3"
                 )
             validate_topic_filter(topic_filter, shared=False)
             subscriptions.append(Subscription(topic_filter, qos))

@@ -56,6 +56,8 @@ MOSQUITTO_OPTIONS: dict[str, str] = {
     "message_size_limit": "`[limits] max_packet_size` (it counts the whole packet, not the "
                           "payload alone)",
     "max_keepalive": "`[limits] max_keepalive`",
+    "memory_limit": "`[limits] max_memory` (refuses new connections while over, instead of"
+                    " failing allocations)",
     "max_qos": "`[limits] max_qos`",
     "retain_available": "`[retained] enabled`",
     "sys_interval": "`[sys] interval`",

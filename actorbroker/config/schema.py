@@ -133,6 +133,25 @@ class ListenerConfig:
         unlimited as -1, here it is 0. The process's open file limit
         (ulimit -n) caps it too.""",
     )
+    max_connections_per_ip: int = option(
+        0,
+        minimum=0,
+        zero="unlimited",
+        help="""Most connections from one source IP address at once through this
+        listener; beyond it a new socket is closed as soon as it is accepted.
+        Leave it unlimited when many clients share an address (NAT, a
+        gateway).""",
+    )
+    max_connect_rate_per_ip: float = option(
+        0.0,
+        minimum=0,
+        zero="unlimited",
+        unit="connections per second",
+        help="""New connections one source IP address may open per second
+        through this listener, on average; as many as one second's worth may
+        come at once. Sockets beyond it are closed as soon as they are
+        accepted, before anything is read from them.""",
+    )
     certfile: str = option(
         "",
         values="a path to a PEM file, or empty",
@@ -203,15 +222,29 @@ class LimitsConfig:
     """Limits per client, the same on every listener."""
 
     max_packet_size: int = option(
-        PROTOCOL_MAX_PACKET_SIZE,
+        1024 * 1024,
         minimum=20,
         maximum=PROTOCOL_MAX_PACKET_SIZE,
         unit="bytes",
         help="""Largest packet accepted from a client, in bytes, headers included.
         A client that sends a larger one is disconnected (MQTT 5: reason 0x95,
-        Packet too large); MQTT 5 clients are told the limit in CONNACK. The
-        default is the largest size MQTT can encode (256 MiB). Below 20 is refused, as in
-        Mosquitto: it would refuse ordinary CONNECT packets.""",
+        Packet too large) as soon as the packet's header announces the size,
+        before its body is read; MQTT 5 clients are told the limit in CONNACK.
+        The default is 1 MiB; up to 268435455 (256 MiB, the largest size MQTT
+        can encode) may be set. Below 20 is refused, as in Mosquitto: it would
+        refuse ordinary CONNECT packets.""",
+    )
+    max_connect_size: int = option(
+        64 * 1024,
+        minimum=20,
+        maximum=PROTOCOL_MAX_PACKET_SIZE,
+        unit="bytes",
+        help="""Largest CONNECT or MQTT 5 AUTH packet accepted, in bytes: the
+        packets a client sends before it is authenticated; the smaller of this
+        and max_packet_size applies. A stranger cannot make the broker hold
+        more than this per socket: a larger one is refused as soon as its
+        header announces the size (MQTT 5: CONNACK 0x95, Packet too large),
+        and the connection closed.""",
     )
     max_inflight_messages: int = option(
         20,
@@ -263,10 +296,13 @@ class LimitsConfig:
         above=0,
         unit="seconds",
         help="""Seconds a new connection has to send its CONNECT packet; a socket
-        that has not by then is closed.""",
+        that has not by then is closed. It also bounds how long any one packet
+        may take to arrive once its first byte came, keep alive 0 included: a
+        client that trickles a packet slower than that (a slowloris) is
+        closed.""",
     )
     max_client_id_length: int = option(
-        65535,
+        256,
         minimum=23,
         maximum=65535,
         rule="[MQTT-3.1.3-5]",
@@ -274,7 +310,31 @@ class LimitsConfig:
         one is refused (CONNACK 0x85, Client Identifier not valid; MQTT 3:
         0x02, identifier rejected). Every broker must accept 1 to 23
         characters [MQTT-3.1.3-5], so less than 23 is refused. MQTT 3.1
-        clients are held to 23 by their own specification.""",
+        clients are held to 23 by their own specification. The default, 256,
+        fits UUIDs, host names and device paths; the protocol allows up to
+        65535 (Mosquitto's limit), which this option may set. Log lines show at
+        most 64 characters of an id, and a hash of the rest.""",
+    )
+    max_memory: int = option(
+        0,
+        minimum=0,
+        zero="not watched",
+        unit="bytes",
+        help="""Overload protection: while the broker's resident memory is above
+        this, new connections are refused at their CONNECT (MQTT 5: 0x89,
+        Server busy; MQTT 3: 0x03, Server unavailable) and the broker logs
+        why; clients already connected are served as before. Sampled four
+        times a second.""",
+    )
+    max_loop_lag: float = option(
+        0.0,
+        minimum=0,
+        zero="not watched",
+        unit="seconds",
+        help="""Overload protection: while the event loop runs this late (the
+        time any callback waits behind the others, sampled four times a
+        second), new connections are refused as with max_memory. 0.5 suits a
+        broker whose clients expect answers within a second.""",
     )
     max_keepalive: int = option(
         65535,
@@ -294,6 +354,34 @@ class LimitsConfig:
         QoS) and disconnected with 0x9B (QoS not supported) if they publish
         above it; subscriptions of every client are granted at most this QoS,
         as Mosquitto's max_qos.""",
+    )
+    max_subscriptions: int = option(
+        100_000,
+        minimum=0,
+        zero="unlimited",
+        help="""Topic filters one client may hold (granted, or asked and not yet
+        answered); a SUBSCRIBE beyond it is refused for the filters over the
+        quota (MQTT 5: 0x97, Quota exceeded; MQTT 3.1.1: 0x80; MQTT 3.1, whose
+        SUBACK cannot refuse: the connection is closed). Re-subscribing to a
+        filter the client has does not count. Each filter costs the broker
+        memory and a share of the subscription table's work.""",
+    )
+    max_topic_length: int = option(
+        65535,
+        minimum=1,
+        maximum=65535,
+        help="""Longest topic filter accepted in a SUBSCRIBE, in characters; a
+        longer one is refused as an invalid filter (MQTT 5: 0x8F; MQTT 3.1.1:
+        0x80). 65535, the default, is what MQTT can encode.""",
+    )
+    max_topic_levels: int = option(
+        128,
+        minimum=0,
+        zero="unlimited",
+        help="""Most levels (parts between '/') of a topic filter accepted in a
+        SUBSCRIBE; a deeper one is refused as an invalid filter (0x8F, 0x80).
+        128 is EMQX's default. Published topic names are bounded by
+        max_packet_size only.""",
     )
     max_publish_rate: float = option(
         0.0,

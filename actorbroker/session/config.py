@@ -16,6 +16,7 @@ from .capabilities import Mqtt5Policy
 from .effects import Effect, Send
 from .queue import QueuePolicy
 from .quota import PublishQuota
+from .subscriptions import SubscriptionLimits
 
 __all__ = ["SessionConfig", "coalesce"]
 
@@ -30,6 +31,8 @@ class SessionConfig:
     client negotiated (``mqtt5``). The keepalive is enforced by the
     transport ([MQTT-3.1.2-24]), not here. ``publish_quota``: PUBLISH packets
     a client may send per second and in a burst (see :mod:`.quota`).
+    ``subscription_limits``: how many filters, how long and how deep (see
+    :class:`~.subscriptions.SubscriptionLimits`).
     """
 
     queue: QueuePolicy = field(default_factory=QueuePolicy)
@@ -38,6 +41,7 @@ class SessionConfig:
     session_expiry: float | None = None
     mqtt5: Mqtt5Policy = field(default_factory=Mqtt5Policy)
     publish_quota: PublishQuota = field(default_factory=PublishQuota)
+    subscription_limits: SubscriptionLimits = field(default_factory=SubscriptionLimits)
 
     def __post_init__(self) -> None:
         if self.max_qos not in (0, 1, 2):

@@ -67,6 +67,7 @@ from actorbroker.codec import (
     Unsubscribe,
     Will,
 )
+from actorbroker.codec.reason_codes import DISCONNECT_CODES
 from actorbroker.codec.states import ConnectionState, next_state
 
 from . import lifecycle
@@ -325,6 +326,7 @@ class SessionCore(OutboundRules, Mqtt5Rules):
                     answer = self._book.subscribe(
                         packet, level=self.protocol_level, max_qos=self.config.max_qos,
                         refuse=self._subscribe_refusal(sub_ids[0] if sub_ids else None),
+                        limits=self.config.subscription_limits,
                     )
                     return [Send((answer,))] if isinstance(answer, SubAck) else [answer]
                 case Unsubscribe():
@@ -353,7 +355,11 @@ class SessionCore(OutboundRules, Mqtt5Rules):
         """Ask the actor to close the connection (MQTT 5: DISCONNECT first); wait for detach."""
         self._closing = True
         link = self._link
-        disconnect = [Disconnect(code, link.reason(reason))] if link is not None else []
+        if code not in DISCONNECT_CODES:  # e.g. 0x91 (a reused packet id): not a DISCONNECT's
+            code_sent = ReasonCode.PROTOCOL_ERROR
+        else:
+            code_sent = code
+        disconnect = [Disconnect(code_sent, link.reason(reason))] if link is not None else []
         return send_effects(disconnect, [Close(code, reason)])
 
     def _connection_ended(self, now: float, *, graceful: bool) -> list[Effect]:

@@ -44,10 +44,39 @@ from actorbroker.routing import TopicError, validate_subscription_filter
 
 from .effects import RequestSubscribe, RequestUnsubscribe
 
-__all__ = ["SubscribeConfirmed", "SubscriptionBook"]
+__all__ = ["NO_LIMITS", "SubscribeConfirmed", "SubscriptionBook", "SubscriptionLimits"]
 
 #: SUBACK failure code of MQTT 3.1.1 ([MQTT-3.9.3-2]).
 FAILURE = 0x80
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionLimits:
+    """What one client may subscribe: ``max_subscriptions`` filters in all (granted and
+    asked; a filter it already has replaces it and does not count), each at most
+    ``max_filter_length`` characters and ``max_filter_levels`` levels. 0: no limit.
+
+    Beyond ``max_subscriptions`` a filter is refused with 0x97 Quota exceeded
+    (MQTT 5) or 0x80 (3.1.1); a filter too long or too deep is an invalid
+    filter (0x8F, 0x80). MQTT 3.1 SUBACKs cannot refuse: the connection closes.
+    """
+
+    max_subscriptions: int = 0
+    max_filter_length: int = 0
+    max_filter_levels: int = 0
+
+    def refusal(self, topic_filter: str) -> str | None:
+        """Why the filter is too long or too deep, or None."""
+        if self.max_filter_length and len(topic_filter) > self.max_filter_length:
+            return (f"topic filter of {len(topic_filter)} characters, more than the"
+                    f" {self.max_filter_length} allowed")
+        if self.max_filter_levels and topic_filter.count("/") >= self.max_filter_levels:
+            return (f"topic filter of {topic_filter.count('/') + 1} levels, more than the"
+                    f" {self.max_filter_levels} allowed")
+        return None
+
+
+NO_LIMITS = SubscriptionLimits()
 
 
 @dataclass(slots=True)
@@ -58,6 +87,7 @@ class _Pending:
     reply: bool = True  # the connection that asked is still attached
     keep: bool = True  # the session state it belongs to still exists
     subscription_id: int | None = None
+    new: int = 0  # filters asked that the session did not have (max_subscriptions counts them)
 
 
 @quick_init
@@ -101,10 +131,11 @@ def _pop(table: dict[int, deque[_Pending]], packet_id: int, what: str) -> _Pendi
 class SubscriptionBook:
     """Granted subscriptions by filter, and the requests awaiting the registry."""
 
-    __slots__ = ("_subs", "_subscribing", "_unsubscribing")
+    __slots__ = ("_subs", "_subscribing", "_unsubscribing", "_asked")
 
     def __init__(self) -> None:
         self._subs: dict[str, Subscription] = {}
+        self._asked = 0  # new filters in requests the registry has not answered
         self._subscribing: dict[int, deque[_Pending]] = {}
         self._unsubscribing: dict[int, deque[_Pending]] = {}
 
@@ -116,18 +147,25 @@ class SubscriptionBook:
     def subscribe(
         self, packet: Subscribe, *, level: int, max_qos: int,
         refuse: Callable[[Subscription], int | None] | None = None,
+        limits: SubscriptionLimits = NO_LIMITS,
     ) -> RequestSubscribe | SubAck:
         """Check a SUBSCRIBE: the registry request, or the SUBACK if nothing is left to ask.
 
         ``refuse(subscription)`` (MQTT 5) returns the failure code for a
         well-formed filter the broker does not serve, or None. Raises
         ProtocolError for an invalid filter at MQTT 3.1 and for a packet
-        identifier still in use by an unanswered request.
+        identifier still in use by an unanswered request. ``limits``: see
+        :class:`SubscriptionLimits`.
         """
         entries: list[Subscription | int] = []
+        new = 0
+        room = limits.max_subscriptions - len(self._subs) - self._asked
         for sub in packet.subscriptions:
             try:
                 validate_subscription_filter(sub.topic_filter, shared_allowed=level == 5)
+                why = limits.refusal(sub.topic_filter)
+                if why is not None:
+                    raise TopicError(why)
             except TopicError as exc:
                 if level == 3:
                     raise ProtocolError(
@@ -140,6 +178,15 @@ class SubscriptionBook:
             if code is not None:
                 entries.append(code)
                 continue
+            if limits.max_subscriptions and sub.topic_filter not in self._subs:
+                if new >= room:
+                    if level == 3:
+                        raise ProtocolError(
+                            f"more than max_subscriptions {limits.max_subscriptions} (a MQTT 3.1"
+                            " SUBACK cannot refuse a filter)", ReasonCode.QUOTA_EXCEEDED)
+                    entries.append(ReasonCode.QUOTA_EXCEEDED if level == 5 else FAILURE)
+                    continue
+                new += 1
             entries.append(sub if sub.qos <= max_qos else dataclasses.replace(sub, qos=max_qos))
         asked = tuple(e for e in entries if isinstance(e, Subscription))
         if not asked:
@@ -148,7 +195,8 @@ class SubscriptionBook:
         if level == 5 and packet.properties.subscription_identifier:
             sub_id = packet.properties.subscription_identifier[0]
         _push(self._subscribing, self._unsubscribing, packet.packet_id,
-              _Pending(tuple(entries), subscription_id=sub_id))
+              _Pending(tuple(entries), subscription_id=sub_id, new=new))
+        self._asked += new
         return RequestSubscribe(packet.packet_id, asked, sub_id)
 
     def subscribed(self, packet_id: int, results: Sequence[int] | None = None) -> SubscribeConfirmed:
@@ -160,6 +208,7 @@ class SubscriptionBook:
         count is wrong.
         """
         pending = _pop(self._subscribing, packet_id, "SUBSCRIBE")
+        self._asked -= pending.new
         asked = [e for e in pending.entries if isinstance(e, Subscription)]
         codes = [sub.qos for sub in asked] if results is None else [int(r) for r in results]
         if len(codes) != len(asked):

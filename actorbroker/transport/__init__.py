@@ -16,12 +16,14 @@ Modules: :mod:`.gateway` (the interface, as Protocols), :mod:`.server`
 :mod:`.gate` (state table and packets held until CONNACK), :mod:`.output`
 (coalesced, bounded output), :mod:`.tls` (TLS contexts, their reload,
 certificate identities), :mod:`.websocket` (MQTT over WebSocket, sans-IO),
-:mod:`.settings`, :mod:`.stats`, :mod:`.loop`.
+:mod:`.admission` (per-address limits), :mod:`.overload` (memory and loop
+lag), :mod:`.settings`, :mod:`.stats`, :mod:`.loop`.
 """
 
 from .connection import MqttConnection
 from .gateway import Connection, Gateway, SessionPort
 from .loop import new_event_loop, run
+from .overload import OverloadGuard
 from .server import Listener, bind_listener, start_listener
 from .settings import ConnectionSettings
 from .stats import StatsTotal, TransportStats
@@ -34,6 +36,7 @@ __all__ = [
     "Gateway",
     "Listener",
     "MqttConnection",
+    "OverloadGuard",
     "SessionPort",
     "StatsTotal",
     "TlsOptions",

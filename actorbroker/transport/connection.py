@@ -39,6 +39,7 @@ from actorbroker.codec import (
     Properties,
     ProtocolError,
     encode,
+    shown,
 )
 from actorbroker.codec.states import ConnectionState
 from actorbroker.messages import Drained, Inbound
@@ -48,9 +49,10 @@ from .endings import ConnectionEndings
 from .gate import InboundGate
 from .gateway import Connection, Gateway, SessionPort
 from .output import FlushQueue, Outbox
+from .overload import OverloadGuard
 from .settings import ConnectionSettings
 from .stats import TransportStats
-from .timers import IdleTimer
+from .timers import IdleTimer, StallTimer
 
 __all__ = ["MqttConnection"]
 
@@ -67,7 +69,8 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
     """An MQTT server connection: asyncio protocol below, ``Connection`` above."""
 
     def __init__(self, gateway: Gateway, settings: ConnectionSettings, stats: TransportStats,
-                 loop: asyncio.AbstractEventLoop, flushes: FlushQueue) -> None:
+                 loop: asyncio.AbstractEventLoop, flushes: FlushQueue,
+                 guard: OverloadGuard | None = None) -> None:
         self.conn_id: int = next(_ids)
         self.peer: tuple[str, int] = ("", 0)
         self.client_id: str | None = None
@@ -86,10 +89,12 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
         self.identify: Callable[[object], str | None] | None = None
         self.identity: str | None = None
         self._gateway = gateway
+        self._guard = guard
         self._settings = settings
         self._stats = stats
         self._loop = loop
-        self._decoder = Decoder(max_packet_size=settings.max_packet_size)
+        self._decoder = Decoder(max_packet_size=settings.max_packet_size,
+                                max_connect_size=settings.max_connect_size)
         self._gate = InboundGate()
         self._port: SessionPort | None = None
         self._head = b""
@@ -103,7 +108,9 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
         self._closing = False
         self._lost = False
         self._lost_told = False
-        self._idle = IdleTimer(loop, self._keepalive_expired, lambda: bool(self._paused))
+        self._idle = IdleTimer(loop, self._keepalive_expired, self._held)
+        self._stall = StallTimer(loop, settings.connect_timeout, self._packet_stalled, self._held,
+                                 self._buffered_in)
         self._timer: asyncio.TimerHandle | None = None  # the connect timeout
         self._abort_timer: asyncio.TimerHandle | None = None
         #: An MQTT 5 client that allows Reason Strings (Request Problem Information).
@@ -234,7 +241,10 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
         try:
             if self._gate.state is _S.AWAIT_CONNECT and len(self._head) < _SNIFF:
                 self._head += data[:_SNIFF]
-            packets = self._decoder.feed(data)
+            decoder = self._decoder
+            packets = decoder.feed(data)
+            if decoder.buffered and (packets or not self._stall.armed):
+                self._stall.started()  # a packet began in this read and is not finished
             if packets:
                 self._stats.packets_in += len(packets)
                 self.packets_in += len(packets)
@@ -256,8 +266,10 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
             self._abort_timer.cancel()
             self._abort_timer = None
         self._stats.connections_current -= 1
-        self._credits.cancel()
-        self._outbox.clear()
+        self._credits.detach()
+        self._outbox.detach()
+        self._idle.detach()
+        self._stall.detach()
         self.transport = None
         if not self._closing:
             self._closing = True
@@ -311,6 +323,9 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
         self._problem_info = (packet.protocol_level == 5
                               and packet.properties.request_problem_information != 0)
         self.set_keepalive(packet.keepalive)
+        if self._guard is not None and self._guard.busy:
+            self._refuse_busy(self._guard.busy)
+            return False
         try:
             port = self._gateway.connect(self, packet)
         except Exception:
@@ -371,6 +386,13 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
             self.transport.resume_reading()
             self._idle.touch()  # time paused by us is not the client's silence
 
+    def _held(self) -> bool:
+        """Reading is paused by us: the peer's silence is ours."""
+        return bool(self._paused)
+
+    def _buffered_in(self) -> int:
+        return self._decoder.buffered
+
     # -- output --------------------------------------------------------------
 
     def _admit(self, chunks: list[bytes], size: int) -> bool:
@@ -399,7 +421,7 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
     def _who(self) -> str:
         host, port = self.peer
         who = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-        return who if self.client_id is None else f"{who} client {self.client_id!r}"
+        return who if self.client_id is None else f"{who} client {shown(self.client_id)}"
 
     def __repr__(self) -> str:
         return f"<MqttConnection {self.conn_id} {self._who()} {self._gate.state.name}>"

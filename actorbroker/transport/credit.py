@@ -67,6 +67,17 @@ class ReadCredits:
             self._timer.cancel()
             self._timer = None
 
+    def detach(self) -> None:
+        """The connection is gone: drop its callback, so that nothing here points back at it.
+
+        Credits still out keep this object alive (their ``take`` lands here), but no
+        longer the connection: without the cycle, reference counting frees the
+        connection and its buffers as soon as the last outside reference goes,
+        instead of at the next full collection (which a quiet broker may never run).
+        """
+        self.cancel()
+        self._on_free = _nothing
+
     def _back(self, credit: ReadCredit) -> None:
         self._out.remove(credit)  # at most max_batches long
         if not self.exhausted:
@@ -82,3 +93,7 @@ class ReadCredits:
             out[0].expire()  # back through _back, which may resume reading
         if self.exhausted:
             self.wait()
+
+
+def _nothing() -> None:
+    """The callback of a detached :class:`ReadCredits`."""

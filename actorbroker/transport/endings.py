@@ -26,8 +26,8 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from actorbroker.codec import (ConnAck, Disconnect, Packet, Properties, ProtocolError, ReasonCode,
-                               encode)
+from actorbroker.codec import (ConnAck, ConnectReturnCode, Disconnect, Packet, Properties,
+                               ProtocolError, ReasonCode, encode)
 from actorbroker.codec.states import ConnectionState
 from actorbroker.messages import ConnectionLost, Drained
 
@@ -117,7 +117,9 @@ class ConnectionEndings:
                         self._who())
             self._shutdown("TLS on a plain listener", graceful=False)
             return
-        log.warning("conn %d %s: protocol error, closing: %s", self.conn_id, self._who(), exc)
+        # The text, not the exception: a kept log record (a test's capture, a memory
+        # handler) would keep its traceback's frames, this connection among them.
+        log.warning("conn %d %s: protocol error, closing: %s", self.conn_id, self._who(), str(exc))
         level = self.protocol_level or sniff_level(self._head)
         if exc.reason_code == ReasonCode.UNSUPPORTED_PROTOCOL_VERSION and not self._gate.connack_sent:
             # [MQTT-3.1.2-2] (3.1.1): CONNACK 0x01 in the form every version can read.
@@ -126,6 +128,19 @@ class ConnectionEndings:
         elif level == 5:
             self._goodbye(exc.reason_code, reason=str(exc))
         self._shutdown(str(exc), graceful=False)
+
+    def _refuse_busy(self, why: str) -> None:
+        """Refuse the CONNECT: the broker is overloaded (v5 0x89 Server busy, v3 0x03)."""
+        self._stats.overload_refusals += 1
+        log.info("conn %d %s: refused, the broker is overloaded: %s", self.conn_id,
+                 self._who(), why)
+        if self.protocol_level == 5:
+            self._queue(encode(ConnAck(False, ReasonCode.SERVER_BUSY), 5))
+        else:
+            self._queue(encode(ConnAck(False, ConnectReturnCode.SERVER_UNAVAILABLE),
+                               self.protocol_level or 4))
+        self._gate.connack_sent = True
+        self._shutdown("refused: overloaded", graceful=True)
 
     def _fail(self, reason: str) -> None:
         """Close because something on our side failed (v5: reason 0x80)."""
@@ -140,6 +155,15 @@ class ConnectionEndings:
             log.info("conn %d %s: no CONNECT within %gs, closing", self.conn_id, self._who(),
                      self._settings.connect_timeout)
             self._shutdown("connect timeout", graceful=False)
+
+    def _packet_stalled(self) -> None:
+        """One packet took longer than ``connect_timeout`` to arrive (a slowloris)."""
+        if self._closing:
+            return
+        self._stats.stalled_packets += 1
+        log.info("conn %d %s: a packet still unfinished after %gs, closing", self.conn_id,
+                 self._who(), self._settings.connect_timeout)
+        self._shutdown("packet too slow to arrive", graceful=False)
 
     def _keepalive_expired(self) -> None:
         if self._closing:

@@ -139,9 +139,20 @@ class Outbox:
         self._chunks.clear()
         self._size = 0
 
+    def detach(self) -> None:
+        """The socket is gone: drop what is queued and the owner's callback (a flush
+        still due then does nothing), breaking the cycle owner -> outbox -> owner."""
+        self.clear()
+        self.transport = None
+        self._after_flush = _nothing
+
     def flush_due(self) -> None:
         """The flush :class:`FlushQueue` runs: write, then tell the owner (drained, or
         close after a refused CONNACK)."""
         self._scheduled = False
         self.flush()
         self._after_flush()
+
+
+def _nothing() -> None:
+    """The ``after_flush`` of a detached :class:`Outbox`."""

@@ -27,9 +27,12 @@ listener and the peer, and closed (a ClientHello on a tcp or ws listener:
 ``CERTIFICATE_POLL`` seconds and reloaded when they changed;
 :meth:`Listener.reload_certificates` does it at once (SIGHUP).
 
-Beyond ``max_connections`` live connections (0: unlimited), a new socket
-is accepted and closed at once, counted in ``connections_refused`` and
-logged (at most one line per 5 s). Listeners start last and stop first
+Beyond ``max_connections`` live connections (0: unlimited), or beyond the
+per-address limits (:class:`~.admission.Admission`), a new socket is
+accepted and closed at once, counted in ``connections_refused`` and
+logged (at most one line per 5 s). While the
+:class:`~.overload.OverloadGuard` says the broker is overloaded, the
+connections refuse their CONNECT. Listeners start last and stop first
 (DESIGN.md): ``close`` stops accepting; the caller then ends the sessions
 and calls ``close_all``.
 """
@@ -48,9 +51,11 @@ from typing import Any
 from actorbroker.codec import NO_PROPERTIES, Properties, ReasonCode
 
 from .acceptor import Acceptor
+from .admission import Admission
 from .connection import MqttConnection
 from .gateway import Gateway
 from .output import FlushQueue
+from .overload import OverloadGuard
 from .settings import ConnectionSettings, LimitsLike, ListenerLike
 from .stats import LogLimiter, TransportStats
 from .tls import Certificates, TlsOptions, certificate_identity, peek_first_byte
@@ -67,15 +72,16 @@ CERTIFICATE_POLL = 5.0
 
 async def start_listener(config: ListenerLike, limits: LimitsLike, gateway: Gateway,
                          stats: TransportStats, *, settings: ConnectionSettings | None = None,
-                         backlog: int = 1024, sockets: list[socket.socket] | None = None
-                         ) -> Listener:
+                         backlog: int = 1024, sockets: list[socket.socket] | None = None,
+                         guard: OverloadGuard | None = None) -> Listener:
     """Bind ``config.bind``:``config.port`` and start accepting MQTT connections.
 
     ``settings`` overrides what is derived from ``limits``
     (:meth:`ConnectionSettings.from_limits`). ``sockets``, from
     :func:`bind_listener`, are used instead of binding anew: the broker binds
     before it starts anything else, so that a port in use fails the start
-    before a data directory is touched. Raises ``OSError`` if the address
+    before a data directory is touched. ``guard`` refuses CONNECTs while the
+    broker is overloaded. Raises ``OSError`` if the address
     cannot be bound, and ``OSError``/``ssl.SSLError`` if a TLS listener's
     files cannot be loaded (a startup failure, for the supervisor).
     """
@@ -85,9 +91,11 @@ async def start_listener(config: ListenerLike, limits: LimitsLike, gateway: Gate
         certificates = Certificates(TlsOptions.of(config), f"{config.type} {config.bind}:{config.port}")
     if sockets is None:
         sockets = await bind_listener(config.bind, config.port, backlog)
+    admission = Admission(config.max_connections_per_ip, config.max_connect_rate_per_ip)
     listener = Listener(loop, sockets, gateway, settings or ConnectionSettings.from_limits(limits),
                         stats, max_connections=config.max_connections, kind=config.type,
-                        certificates=certificates, path=config.path)
+                        certificates=certificates, path=config.path, admission=admission,
+                        guard=guard)
     listener.start()
     return listener
 
@@ -99,7 +107,8 @@ class Listener:
                  gateway: Gateway, settings: ConnectionSettings, stats: TransportStats, *,
                  max_connections: int = 0, kind: str = "tcp",
                  certificates: Certificates | None = None, path: str = "/mqtt",
-                 poll_interval: float = CERTIFICATE_POLL) -> None:
+                 poll_interval: float = CERTIFICATE_POLL, admission: Admission | None = None,
+                 guard: OverloadGuard | None = None) -> None:
         if (kind in _TLS_TYPES) != (certificates is not None):
             raise ValueError(f"a {kind!r} listener needs certificates exactly when it is tls or wss")
         self._loop = loop
@@ -109,7 +118,10 @@ class Listener:
         self._stats = stats
         self._flushes = FlushQueue(loop)  # its connections' output, one flush a loop tick
         self._max = max_connections
+        self._admission = admission if admission is not None and admission.limited else None
+        self._guard = guard
         self._conns: dict[int, MqttConnection] = {}
+        self._ips: dict[int, str] = {}  # conn_id -> source address, while admission counts
         self._tasks: set[asyncio.Task[None]] = set()
         #: How to drop a connection that is not MQTT yet (a TLS first byte or handshake,
         #: a WebSocket upgrade under way): close_all cannot ask it to say goodbye.
@@ -230,14 +242,25 @@ class Listener:
                                   " closing a new one from %s", self.name, self._max, address)
             sock.close()
             return
+        ip = str(address[0]) if isinstance(address, tuple) else ""
+        if self._admission is not None:
+            why = self._admission.admit(ip, self._loop.time())
+            if why is not None:
+                self._stats.connections_refused += 1
+                self._limiter.warning(self._loop.time(), "listener %s: %s: closing a new one",
+                                      self.name, why)
+                sock.close()
+                return
         self._stats.connections_accepted += 1
         sock.setblocking(False)
         if sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         conn = MqttConnection(self._gateway, self._settings, self._stats, self._loop,
-                              self._flushes)
+                              self._flushes, self._guard)
         conn.on_lost = self._forget
         self._conns[conn.conn_id] = conn
+        if self._admission is not None:
+            self._ips[conn.conn_id] = ip
         task = self._loop.create_task(self._attach(conn, sock))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -319,6 +342,9 @@ class Listener:
     def _forget(self, conn: MqttConnection) -> None:
         self._conns.pop(conn.conn_id, None)
         self._pending.pop(conn.conn_id, None)
+        ip = self._ips.pop(conn.conn_id, None)
+        if ip is not None and self._admission is not None:
+            self._admission.release(ip)
         if not self._conns and self._idle is not None and not self._idle.done():
             self._idle.set_result(None)
 

@@ -23,6 +23,9 @@ class LimitsLike(Protocol):
     def max_packet_size(self) -> int: ...
 
     @property
+    def max_connect_size(self) -> int: ...
+
+    @property
     def connect_timeout(self) -> float: ...
 
     @property
@@ -40,6 +43,12 @@ class ListenerLike(Protocol):
 
     @property
     def max_connections(self) -> int: ...
+
+    @property
+    def max_connections_per_ip(self) -> int: ...
+
+    @property
+    def max_connect_rate_per_ip(self) -> float: ...
 
     @property
     def type(self) -> str: ...
@@ -79,7 +88,10 @@ class ConnectionSettings:
 
     * ``max_packet_size``: largest packet accepted from the client (the
       decoder refuses bigger ones: v5 0x95).
-    * ``connect_timeout``: seconds a socket has to deliver its CONNECT.
+    * ``max_connect_size``: the same for CONNECT and AUTH, what a client
+      sends before it is authenticated (refused as early).
+    * ``connect_timeout``: seconds a socket has to deliver its CONNECT, and
+      the longest one packet may take to arrive once begun.
     * ``high_water``: output bytes buffered beyond which ``congested`` is
       True (also the socket transport's pause_writing mark).
     * ``max_output``: a ``send`` while more than this is buffered closes the
@@ -93,6 +105,7 @@ class ConnectionSettings:
     """
 
     max_packet_size: int = MAX_PACKET_SIZE
+    max_connect_size: int = 64 * 1024
     connect_timeout: float = 10.0
     high_water: int = 256 * 1024
     max_output: int = 4 * 1024 * 1024
@@ -101,8 +114,8 @@ class ConnectionSettings:
     close_timeout: float = 5.0
 
     def __post_init__(self) -> None:
-        if self.max_packet_size < 2:
-            raise ValueError(f"max_packet_size must be at least 2, not {self.max_packet_size}")
+        if min(self.max_packet_size, self.max_connect_size) < 2:
+            raise ValueError("max_packet_size and max_connect_size must be at least 2")
         if self.connect_timeout <= 0 or self.close_timeout <= 0 or self.credit_timeout <= 0:
             raise ValueError("connect_timeout, close_timeout and credit_timeout must be positive")
         if self.high_water < 1 or self.max_output < self.high_water:
@@ -115,6 +128,7 @@ class ConnectionSettings:
         """Settings from a ``LimitsConfig``; keyword arguments replace single fields."""
         values: dict[str, Any] = {
             "max_packet_size": limits.max_packet_size,
+            "max_connect_size": limits.max_connect_size,
             "connect_timeout": limits.connect_timeout,
             # A stuck subscriber's session gives its credits back after backpressure_timeout
             # (1.25 x at most); this is the safety net for a credit lost with a crashed

@@ -20,7 +20,8 @@ __all__ = ["FIELDS", "LogLimiter", "StatsTotal", "TransportStats"]
 #: Every counter, in the order :meth:`TransportStats.snapshot` lists them.
 FIELDS: Final = (
     "connections_accepted",   # sockets handed to an MQTT connection
-    "connections_refused",    # sockets closed at once: listener at max_connections
+    "connections_refused",    # sockets closed at once: listener at max_connections, per-IP limits
+    "overload_refusals",      # CONNECTs refused (0x89 / 0x03): memory or loop lag over its limit
     "connections_current",    # MQTT connections open now (a gauge)
     "bytes_in",
     "bytes_out",
@@ -29,6 +30,7 @@ FIELDS: Final = (
     "writes",                 # transport writes: one per flush, however many packets
     "connect_timeouts",       # sockets closed for sending no CONNECT in time
     "keepalive_timeouts",     # connections closed at 1.5 x keepalive of silence
+    "stalled_packets",        # connections closed: one packet took over connect_timeout to arrive
     "protocol_errors",        # connections closed for malformed or illegal packets
     "output_overflows",       # connections closed: output buffer beyond its hard limit
     "read_pauses",            # times reading paused because batches were outstanding
@@ -46,6 +48,7 @@ class TransportStats:
 
     connections_accepted: int
     connections_refused: int
+    overload_refusals: int
     connections_current: int
     bytes_in: int
     bytes_out: int
@@ -54,6 +57,7 @@ class TransportStats:
     writes: int
     connect_timeouts: int
     keepalive_timeouts: int
+    stalled_packets: int
     protocol_errors: int
     output_overflows: int
     read_pauses: int

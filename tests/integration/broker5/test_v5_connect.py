@@ -29,8 +29,10 @@ def test_connack_tells_the_defaults_and_nothing_the_spec_assumes(client5: Client
     result = client5("c", connect=False).connect()
     assert result.rc == 0 and not result.session_present
     # Receive Maximum 20 and Topic Alias Maximum 10 (Mosquitto's defaults); Maximum QoS 2,
-    # retain/wildcard/subscription-identifier/shared available: absent means so.
-    assert result.properties == {"ReceiveMaximum": 20, "TopicAliasMaximum": 10}
+    # retain/wildcard/subscription-identifier/shared available: absent means so. Maximum
+    # Packet Size: the 1 MiB default limit.
+    assert result.properties == {"ReceiveMaximum": 20, "TopicAliasMaximum": 10,
+                                 "MaximumPacketSize": 1024 * 1024}
 
 
 def test_connack_tells_what_the_configuration_turns_off(start_broker: Start,

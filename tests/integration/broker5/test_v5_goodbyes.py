@@ -12,9 +12,11 @@ client, answering PUBRECs with PUBRELs, died of it before reading DISCONNECT
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
+import pytest
 from mqtt5_testkit import connect5, expect_disconnect
-from mqtt_testkit import RawClient
+from mqtt_testkit import RawClient, broker_config
 
 from actorbroker.app import RunningBroker
 from actorbroker.codec import (ConnAck, Connect, Disconnect, Packet, Properties, PubRec,
@@ -23,6 +25,12 @@ from actorbroker.codec import (ConnAck, Connect, Disconnect, Packet, Properties,
 Raws = Callable[..., RawClient]
 
 _FLOOD = 8 * 1024 * 1024
+
+
+@pytest.fixture
+def broker(start_broker: Callable[..., RunningBroker], tmp_path: Path) -> RunningBroker:
+    """Packets up to 16 MiB: the flood must pass the size limit (what is tested is the FIN)."""
+    return start_broker(broker_config(tmp_path, max_packet_size=16 * 1024 * 1024))
 
 
 def _with_flood(level: int, *packets: Packet) -> bytes:

@@ -105,8 +105,8 @@ CASES = [
     ("disconnect-bad-reason", 5, "e0 01 01", P, R.PROTOCOL_ERROR, "[MQTT-3.14.2-1]"),
     ("auth-bad-reason", 5, "f0 01 80", P, R.PROTOCOL_ERROR, "[MQTT-3.15.2-1]"),
     # SUBSCRIBE / UNSUBSCRIBE payloads.
-    ("subscribe-reserved-bits-v311", 4, "82 06 00 01 00 01 'a' 04", M, R.MALFORMED_PACKET, "[MQTT-3-8.3-4]"),
-    ("subscribe-qos3-v311", 4, "82 06 00 01 00 01 'a' 03", M, R.MALFORMED_PACKET, "[MQTT-3-8.3-4]"),
+    ("subscribe-reserved-bits-v311", 4, "82 06 00 01 00 01 'a' 04", M, R.MALFORMED_PACKET, "[MQTT-3.8.3-4]"),
+    ("subscribe-qos3-v311", 4, "82 06 00 01 00 01 'a' 03", M, R.MALFORMED_PACKET, "[MQTT-3.8.3-4]"),
     ("subscribe-reserved-bits-v5", 5, "82 07 00 01 00 00 01 'a' 40", M, R.MALFORMED_PACKET, "[MQTT-3.8.3-5]"),
     ("subscribe-qos3-v5", 5, "82 07 00 01 00 00 01 'a' 03", P, R.PROTOCOL_ERROR, "Maximum QoS is 3"),
     ("subscribe-retain-handling-3", 5, "82 07 00 01 00 00 01 'a' 30", P, R.PROTOCOL_ERROR, "Retain Handling is 3"),

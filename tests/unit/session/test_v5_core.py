@@ -342,3 +342,13 @@ def test_a_smaller_receive_maximum_after_a_reconnect_holds_resends_back() -> Non
     assert publishes(after) == []
     after = core.handle(PubAck(sent[0].packet_id or 0), 5.0)
     assert [(p.packet_id, p.dup) for p in publishes(after)] == [(sent[2].packet_id, True)]
+
+
+def test_a_reused_packet_id_closes_with_a_code_a_disconnect_may_carry() -> None:
+    # 0x91 (Packet Identifier in use) is a SUBACK/PUBACK code, not a DISCONNECT one
+    # ([MQTT-3.14.2-1]); the fuzzer found the broker sending it.
+    core = core5()
+    core.handle(Subscribe(4, (Subscription("s", 1),)), 0.0)
+    sent = packets(core.handle(Subscribe(4, (Subscription("t", 1),)), 0.0))
+    assert len(sent) == 1 and isinstance(sent[0], Disconnect)
+    assert sent[0].reason_code == ReasonCode.PROTOCOL_ERROR

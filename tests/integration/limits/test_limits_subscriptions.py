@@ -1,0 +1,75 @@
+"""Subscription storms: other clients keep being served, and each client has a quota.
+
+A storm of 4 clients x 25 SUBSCRIBEs x 1,000 filters (100,000 filters) hits
+``actorbroker serve`` while a prober times QoS 1 round trips (PUBLISH to a
+topic it subscribes to, until both its PUBACK and the message are back).
+On the unsliced registry every probe waited behind the whole storm
+(8 s here); sliced, they are served meanwhile. The figure is printed.
+Per client, ``max_subscriptions`` refuses the filters beyond it (v5 0x97,
+v3.1.1 0x80) and ``max_topic_levels`` too deep ones (0x8F, 0x80).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from mqtt_testkit import RawClient, broker_config
+from served_kit import Served
+from storm_kit import Prober, Storm
+
+from actorbroker.app import RunningBroker
+from actorbroker.codec import ConnAck, SubAck, Subscribe, Subscription
+
+
+def test_a_subscription_storm_does_not_stall_other_clients(served: Callable[..., Served]) -> None:
+    broker = served()
+    prober = Prober(broker.host, broker.port)
+    storm = Storm(broker.host, broker.port, clients=4, packets=25, filters=1000)
+    try:
+        for _ in range(5):
+            prober.round_trip()
+        prober.times.clear()
+        started = time.monotonic()
+        storm.start()
+        while not storm.done and time.monotonic() - started < 120:
+            prober.round_trip()
+            time.sleep(0.01)  # the prober's pace: about 50 round trips a second at most
+        took = time.monotonic() - started
+        storm.join(30)
+        assert not storm.errors, storm.errors
+        assert len(storm.subacks) == 100
+        assert all(set(s.reason_codes) == {0} for s in storm.subacks)
+        print(f"100,000 filters in {took:.1f}s; {len(prober.times)} QoS 1 round trips meanwhile:"
+              f" p50 {prober.percentile(0.5) * 1000:.0f} ms, p99"
+              f" {prober.percentile(0.99) * 1000:.0f} ms, max {max(prober.times) * 1000:.0f} ms")
+        assert len(prober.times) >= 10  # unsliced: 1 or 2, each waiting for the whole storm
+        assert prober.percentile(0.5) < 1.0
+    finally:
+        storm.close()
+        prober.close()
+
+
+def test_max_subscriptions_and_topic_levels(start_broker: Callable[..., RunningBroker],
+                                            tmp_path: Path) -> None:
+    running = start_broker(broker_config(tmp_path, max_subscriptions=3, max_topic_levels=4))
+    deep = "a/b/c/d/e"
+    for level, quota, invalid in ((4, 0x80, 0x80), (5, 0x97, 0x8F)):
+        r = RawClient(running.host, running.port, level)
+        try:
+            assert isinstance(r.connect(f"quota{level}"), ConnAck)
+            r.send(Subscribe(1, tuple(Subscription(f"t/{i}", 1) for i in range(2))))
+            assert r.recv() == SubAck(1, (1, 1))
+            r.send(Subscribe(2, (Subscription("t/0", 0), Subscription("t/2", 1),
+                                 Subscription("t/3", 1), Subscription(deep, 1))))
+            assert r.recv() == SubAck(2, (0, 1, quota, invalid))
+        finally:
+            r.close()
+    closed = RawClient(running.host, running.port, 3)
+    try:
+        assert isinstance(closed.connect("quota3"), ConnAck)
+        closed.send(Subscribe(1, (Subscription(deep, 1),)))
+        closed.expect_closed()  # a MQTT 3.1 SUBACK cannot refuse
+    finally:
+        closed.close()

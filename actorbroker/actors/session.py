@@ -71,6 +71,7 @@ from .backpressure import HoldExpired, PublisherHolds
 from .messages import (
     AddSubscriptions,
     Attach,
+    Reauthorize,
     Deliver,
     DeliverMatched,
     DeliverShared,
@@ -274,6 +275,8 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
             self._holds.expired()
         elif cls is DeliverShared:
             self._deliver_shared(message)
+        elif cls is Reauthorize:
+            self._reauthorize()
         elif cls is CrashForTest:
             crash_for_test(self._node.settings, f"session {self.client_id!r}", message)
         else:
@@ -345,6 +348,7 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
                     self._close(effect)
                 case EndSession():
                     self._node.registry().tell(SessionEnded(self.client_id))
+                    self._node.owners.release(self.client_id, self._claim)
                     self._retire()
                 case SetKeepAlive() | HandBackShared() | Reauthenticate():
                     failed = self._mqtt5_effect(effect, out)

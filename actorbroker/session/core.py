@@ -69,6 +69,7 @@ from actorbroker.codec import (
 from actorbroker.codec.states import ConnectionState, next_state
 
 from . import lifecycle
+from .authorization import Grants
 from .config import SessionConfig, coalesce
 from .effects import (
     EXPIRY_TIMER,
@@ -196,6 +197,7 @@ class SessionCore(OutboundRules, Mqtt5Rules):
         self.clean_session = connect.clean_start
         self.keepalive = connect.keepalive
         self.will = connect.will
+        self._inbox.v5 = connect.protocol_level == 5
         self._disconnect_received = self._closing = False
         self._inbox.quota.refill(now)  # each connection starts with its full burst
         if self.protocol_level == 5:
@@ -271,6 +273,20 @@ class SessionCore(OutboundRules, Mqtt5Rules):
         self._expiry_armed = True
         return [StartTimer(EXPIRY_TIMER, self.config.session_expiry)]
 
+    def authorize(self, grants: Grants | None) -> list[Effect]:
+        """Apply the rights of the attached client (None: no ACL) from now on.
+
+        Called after :meth:`attach` and whenever the ACL is reloaded:
+        PUBLISH and SUBSCRIBE are checked against ``grants``, and the
+        subscriptions it no longer allows are removed (their filters asked
+        of the registry, as an UNSUBSCRIBE without UNSUBACK).
+        """
+        self._inbox.acl = grants
+        if grants is None:
+            return []
+        revoked = self._book.revoke(self._unreadable)
+        return [RequestUnsubscribe(None, revoked)] if revoked else []
+
     def on_timer(self, name: str, now: float) -> list[Effect]:
         """A timer the core asked for fired; stale firings are ignored."""
         if name == EXPIRY_TIMER:
@@ -307,7 +323,8 @@ class SessionCore(OutboundRules, Mqtt5Rules):
                 case Publish():
                     if self._link is not None:
                         return self._publish5(packet, now)
-                    return [self._inbox.publish(packet, now)]
+                    accepted = self._inbox.publish(packet, now)
+                    return [] if accepted is None else [accepted]
                 case PubAck() | PubRec() | PubComp():
                     packets, dropped = self._outbox.ack(packet, now, level=self.protocol_level)
                     return send_effects(self._outgoing(packets), dropped)

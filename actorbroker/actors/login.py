@@ -1,0 +1,131 @@
+"""Actors layer: who may connect, as whom, with which client id and Will. Stdlib, codec, session, auth.
+
+The gateway asks :meth:`Login.check` for every CONNECT that passed the
+protocol checks (``session.check_connect``). In order:
+
+1. **Password** (a user file is configured and the CONNECT has a user
+   name): checked against the user store (``auth.Security``). An address
+   that failed too often is refused without a check (``auth.LoginThrottle``).
+   A failure is refused with 0x04 (MQTT 5: 0x86, bad user name or
+   password) *after* ``[auth] login_failure_delay`` (:attr:`Verdict.delay`:
+   the gateway schedules the CONNACK, the loop goes on) and logged with the
+   user name and address, never the password. An MQTT 5 CONNECT naming an
+   Authentication Method skips this: its exchange decides (``actors.auth``).
+2. **Anonymous**: a client that did not authenticate is refused with 0x05
+   (MQTT 5: 0x87) unless ``allow_anonymous``.
+3. ``use_username_as_clientid``: the client id becomes the user name (0x05
+   without one).
+4. **Will**: a Will topic in ``$SYS``, or one the ACL does not let the
+   client write, refuses the CONNECT with 0x05 (MQTT 5: 0x87), as Mosquitto
+   does.
+5. **Ownership**: the client id's session belongs to another user
+   (``owners.Owners``): 0x05 (MQTT 5: 0x87).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from actorbroker.auth import LoginThrottle
+from actorbroker.codec import Connect, ConnectReturnCode
+
+from .node import NodeSettings
+from .owners import Owners
+
+__all__ = ["Login", "Verdict", "user_of"]
+
+log = logging.getLogger("actorbroker.auth")
+
+_RC = ConnectReturnCode
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A refusal: the 3.x return code (mapped for MQTT 5), a log line, a delay in seconds."""
+
+    code: ConnectReturnCode
+    reason: str
+    delay: float = 0.0
+
+
+def user_of(connect: Connect) -> str:
+    """The user a CONNECT claims its session for ("" anonymous)."""
+    return connect.username or ""
+
+
+def is_sys(topic: str) -> bool:
+    """True for a ``$SYS`` topic, which only the broker publishes to."""
+    return topic == "$SYS" or topic.startswith("$SYS/")
+
+
+class Login:
+    """The CONNECT policy of one node (see the module doc); loop thread only."""
+
+    __slots__ = ("_settings", "_owners", "_clock", "throttle")
+
+    def __init__(self, settings: NodeSettings, owners: Owners, clock: Callable[[], float]) -> None:
+        self._settings = settings
+        self._owners = owners
+        self._clock = clock
+        self.throttle = LoginThrottle()
+
+    def authenticate(self, host: str, connect: Connect) -> Verdict | None:
+        """Steps 1 and 2: None if the client may log in."""
+        settings = self._settings
+        security = settings.security
+        enhanced = connect.protocol_level == 5 and connect.properties.authentication_method
+        if enhanced:
+            return None
+        if security is not None and security.has_users and connect.username is not None:
+            now = self._clock()
+            delay = settings.login_failure_delay
+            if self.throttle.blocked(host, now):
+                self.throttle.failed(host, now)
+                return Verdict(_RC.BAD_USER_NAME_OR_PASSWORD,
+                               f"login of user {connect.username!r} refused: too many failed "
+                               f"logins from {host}", delay)
+            if security.check_password(connect.username, connect.password or b""):
+                self.throttle.succeeded(host)
+                return None
+            self.throttle.failed(host, now)
+            log.warning("failed login for user %r from %s", connect.username[:64], host)
+            return Verdict(_RC.BAD_USER_NAME_OR_PASSWORD,
+                           f"bad user name or password for user {connect.username!r}", delay)
+        if settings.allow_anonymous:
+            return None
+        return Verdict(_RC.NOT_AUTHORIZED, "anonymous clients are not allowed "
+                                           "([auth] allow_anonymous)")
+
+    def client_id(self, connect: Connect, client_id: str) -> str | Verdict:
+        """Step 3: the client id the session takes."""
+        if not self._settings.use_username_as_clientid:
+            return client_id
+        if connect.username is None:
+            return Verdict(_RC.NOT_AUTHORIZED, "use_username_as_clientid: a user name is needed")
+        return connect.username
+
+    def authorize(self, connect: Connect, client_id: str) -> Verdict | None:
+        """Step 4: the Will's topic; None if allowed."""
+        will = connect.will
+        if will is None:
+            return None
+        if is_sys(will.topic):
+            return Verdict(_RC.NOT_AUTHORIZED, f"Will topic {will.topic[:80]!r}: only the "
+                                               "broker publishes to $SYS")
+        security = self._settings.security
+        acl = None if security is None else security.acl
+        if acl is not None and not acl.for_client(connect.username, client_id).may_publish(
+                will.topic):
+            return Verdict(_RC.NOT_AUTHORIZED, f"Will topic {will.topic[:80]!r} not writable "
+                                               "for this client (acl_file)")
+        return None
+
+    def claim(self, client_id: str, user: str) -> int | Verdict:
+        """Step 5: the claim number of the session, or the refusal."""
+        claim = self._owners.claim(client_id, user)
+        if claim is None:
+            return Verdict(_RC.NOT_AUTHORIZED, f"client id {client_id[:64]!r} belongs to "
+                                               "another user's session")
+        return claim

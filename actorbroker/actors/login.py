@@ -81,8 +81,7 @@ class Login:
         if security is not None and security.has_users and connect.username is not None:
             now = self._clock()
             delay = settings.login_failure_delay
-            if self.throttle.blocked(host, now):
-                self.throttle.failed(host, now)
+            if self.throttle.blocked(host, now):  # not counted: a retry must not extend it
                 return Verdict(_RC.BAD_USER_NAME_OR_PASSWORD,
                                f"login of user {connect.username!r} refused: too many failed "
                                f"logins from {host}", delay)

@@ -4,7 +4,8 @@ Every failed login from an address counts; from the ``free``-th failure on,
 the address is *blocked* for ``base`` seconds, doubled with each further
 failure up to ``ceiling``. A login from a blocked address is refused
 without checking its password (the guess is not even tried, and costs the
-broker no hash). A success clears the address; an address that has not
+broker no hash) and does not count: a client that keeps reconnecting with
+the right password behind the same address gets in once the block ends. A success clears the address; an address that has not
 failed for ``forget`` seconds is forgotten. At most ``capacity`` addresses
 are tracked: the oldest entries go first, so a flood of addresses costs a
 bounded amount of memory.
@@ -54,7 +55,7 @@ class LoginThrottle:
         return max(0.0, record.until - now)
 
     def failed(self, address: str, now: float) -> None:
-        """A login from ``address`` failed (or was refused while blocked)."""
+        """A login from ``address`` failed its password check."""
         record = self._records.pop(address, None)
         if record is None or now - record.last > self.forget:
             record = _Record(0, now, now)

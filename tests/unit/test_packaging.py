@@ -46,8 +46,10 @@ def _find(name: str) -> Requirement:
     raise AssertionError(f"{name} is not declared in setup.cfg")
 
 
-def test_the_broker_itself_needs_pykka_uvloop_and_dill_only() -> None:
-    assert [r.name for r in _requirements()["install"]] == ["pykka", "uvloop", "dill"]
+def test_the_broker_itself_needs_pykka_uvloop_dill_and_argon2_only() -> None:
+    # argon2-cffi: the $argon2id$ entries of Mosquitto 2.1 password files.
+    assert [r.name for r in _requirements()["install"]] == ["pykka", "uvloop", "dill",
+                                                            "argon2-cffi"]
 
 
 @pytest.mark.parametrize(("name", "refused", "accepted"), [

@@ -59,6 +59,7 @@ from actorbroker.session import (
     PublishWill,
     RequestSubscribe,
     RequestUnsubscribe,
+    RevokeSubscriptions,
     Route,
     Send,
     SessionCore,
@@ -335,6 +336,9 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
                 case RequestSubscribe() | RequestUnsubscribe():
                     routes = self._route(routes)  # earlier PUBLISHes of the read go first
                     self._registry_request(effect)
+                case RevokeSubscriptions(filters):
+                    self._node.registry().tell(RemoveSubscriptions(
+                        self.client_id, None, filters, self.actor_ref))
                 case StartTimer(name, delay):
                     self._start_timer(name, delay)
                 case CancelTimer(name):

@@ -79,6 +79,7 @@ from .effects import (
     Effect,
     EndSession,
     RequestUnsubscribe,
+    RevokeSubscriptions,
     Send,
     StartTimer,
 )
@@ -278,14 +279,14 @@ class SessionCore(OutboundRules, Mqtt5Rules):
 
         Called after :meth:`attach` and whenever the ACL is reloaded:
         PUBLISH and SUBSCRIBE are checked against ``grants``, and the
-        subscriptions it no longer allows are removed (their filters asked
-        of the registry, as an UNSUBSCRIBE without UNSUBACK).
+        subscriptions it no longer allows are removed (``RevokeSubscriptions``:
+        the actor removes them from the registry, and journals it).
         """
         self._inbox.acl = grants
         if grants is None:
             return []
         revoked = self._book.revoke(self._unreadable)
-        return [RequestUnsubscribe(None, revoked)] if revoked else []
+        return [RevokeSubscriptions(revoked)] if revoked else []
 
     def on_timer(self, name: str, now: float) -> list[Effect]:
         """A timer the core asked for fired; stale firings are ignored."""

@@ -12,12 +12,15 @@ from __future__ import annotations
 import itertools
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mqtt_testkit import broker_config
+
+sys.path.insert(0, str(Path(__file__).parent))  # security_kit.py
 
 from actorbroker.app import RunningBroker
 

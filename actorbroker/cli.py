@@ -109,7 +109,8 @@ def _serve(args: argparse.Namespace) -> int:
         log.info("  %s", line)
     from actorbroker.app import serve  # the broker proper: loaded only to serve
 
-    return serve(config, args.config)
+    # SIGHUP takes the file's [log] level again, unless --log-level overrides the file.
+    return serve(config, args.config if args.log_level is None else None)
 
 
 class _UtcFormatter(logging.Formatter):

@@ -79,8 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     passwd.add_argument("--format", choices=("mosquitto", "scram"), default=None,
                         help="file format (default: FILE's own, mosquitto for a new file)")
     passwd.add_argument("--iterations", type=int, default=None, metavar="N",
-                        help="PBKDF2 iterations (default 1000 for mosquitto as Mosquitto 2.1, "
-                             "4096 for scram, RFC 7677's minimum)")
+                        help="PBKDF2 iterations (default 1000 for mosquitto, as Mosquitto 2.1, "
+                             "with a 12-byte salt that 2.0 reads too; 4096 for scram, "
+                             "RFC 7677's minimum)")
     passwd.add_argument("--delete", action="store_true", help="remove USER instead")
     add_pipeline_parser(sub)  # stdlib only: --help never starts Java
     return parser

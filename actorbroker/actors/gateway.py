@@ -171,7 +171,11 @@ class SessionGateway:
                 verdict = client_id
         if verdict is None:
             assert isinstance(client_id, str)
-            verdict = login.authorize(packet, client_id)
+            refusal = login.will_refusal(packet, client_id)
+            if refusal is not None:
+                log.info("client %r from %s: Will dropped: %s", client_id[:64], conn.peer[0],
+                         refusal)
+                packet = dataclasses.replace(packet, will=None)
         method = packet.properties.authentication_method if packet.protocol_level == 5 else None
         claim = 0
         if verdict is None and method is None:  # an exchange claims once it succeeded

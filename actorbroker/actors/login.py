@@ -16,8 +16,9 @@ protocol checks (``session.check_connect``). In order:
 3. ``use_username_as_clientid``: the client id becomes the user name (0x05
    without one).
 4. **Will**: a Will topic in ``$SYS``, or one the ACL does not let the
-   client write, refuses the CONNECT with 0x05 (MQTT 5: 0x87), as Mosquitto
-   does.
+   client write, is dropped (logged): the client connects, its Will is
+   never published, as Mosquitto 2 does (it accepts the CONNECT and checks
+   the Will when publishing it; the test against Mosquitto compares both).
 5. **Ownership**: the client id's session belongs to another user
    (``owners.Owners``): 0x05 (MQTT 5: 0x87).
 """
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 
 from actorbroker.auth import LoginThrottle
 from actorbroker.codec import Connect, ConnectReturnCode
+from actorbroker.session import is_sys
 
 from .node import NodeSettings
 from .owners import Owners
@@ -53,11 +55,6 @@ class Verdict:
 def user_of(connect: Connect) -> str:
     """The user a CONNECT claims its session for ("" anonymous)."""
     return connect.username or ""
-
-
-def is_sys(topic: str) -> bool:
-    """True for a ``$SYS`` topic, which only the broker publishes to."""
-    return topic == "$SYS" or topic.startswith("$SYS/")
 
 
 class Login:
@@ -105,20 +102,18 @@ class Login:
             return Verdict(_RC.NOT_AUTHORIZED, "use_username_as_clientid: a user name is needed")
         return connect.username
 
-    def authorize(self, connect: Connect, client_id: str) -> Verdict | None:
-        """Step 4: the Will's topic; None if allowed."""
+    def will_refusal(self, connect: Connect, client_id: str) -> str | None:
+        """Step 4: why the CONNECT's Will may not be published (None: it may, or none)."""
         will = connect.will
         if will is None:
             return None
         if is_sys(will.topic):
-            return Verdict(_RC.NOT_AUTHORIZED, f"Will topic {will.topic[:80]!r}: only the "
-                                               "broker publishes to $SYS")
+            return f"Will topic {will.topic[:80]!r}: only the broker publishes to $SYS"
         security = self._settings.security
         acl = None if security is None else security.acl
         if acl is not None and not acl.for_client(connect.username, client_id).may_publish(
                 will.topic):
-            return Verdict(_RC.NOT_AUTHORIZED, f"Will topic {will.topic[:80]!r} not writable "
-                                               "for this client (acl_file)")
+            return f"Will topic {will.topic[:80]!r} not writable for this client (acl_file)"
         return None
 
     def claim(self, client_id: str, user: str) -> int | Verdict:

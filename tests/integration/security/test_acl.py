@@ -80,15 +80,23 @@ def test_publish_refused_v5_with_0x87_and_v3_acked_and_dropped(tmp_path: Path,
             raw.close()
 
 
-def test_a_will_the_acl_refuses_refuses_the_connect(tmp_path: Path, secure: Secure) -> None:
+def test_a_will_the_acl_refuses_is_dropped(tmp_path: Path, secure: Secure) -> None:
+    """As Mosquitto 2: the CONNECT is accepted, the Will never published (also into $SYS)."""
     broker = secure(acl_file=str(_publishing_acl(tmp_path)))
-    _, v3 = login(broker.host, broker.port, "w3", will=Will("in/will", b"x", 0, False))
-    assert v3.reason_code == 0x05
-    _, v5 = login(broker.host, broker.port, "w5", level=5, will=Will("in/will", b"x", 0, False))
-    assert v5.reason_code == ReasonCode.NOT_AUTHORIZED
-    raw, ok = login(broker.host, broker.port, "w", will=Will("out/will", b"x", 0, False))
-    raw.close()
-    assert ok.reason_code == 0
+    watcher, _ = login(broker.host, broker.port, "watcher")
+    watcher.send(Subscribe(1, (Subscription("in/#", 0), Subscription("out/#", 0))))
+    assert watcher.recv() == SubAck(1, (0, 0))
+    for level, topic in ((4, "in/will3"), (5, "in/will5"), (4, "$SYS/will"), (4, "out/will")):
+        raw, ok = login(broker.host, broker.port, f"w{level}", level=level,
+                        will=Will(topic, topic.encode(), 0, False))
+        assert ok.reason_code == 0
+        raw.close()  # no DISCONNECT: the Will is due
+    # Every clean session has ended (its Will handled) once only the watcher's is left.
+    broker.wait_until(lambda m: m["sessions"] == 1)
+    watcher.send(Publish("out/marker", b"m", 0))
+    got = publishes_until(watcher, "out/marker")
+    assert [p.topic for p in got] == ["out/will", "out/marker"]
+    watcher.close()
 
 
 def _users_and_acl(tmp_path: Path, acl_text: str) -> dict[str, str]:

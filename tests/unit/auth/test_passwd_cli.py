@@ -47,7 +47,7 @@ def test_passwd_writes_mosquitto_7_entries_by_default(tmp_path: Path) -> None:
     assert passwd(str(path), "bob", "--iterations", "101", password="b").returncode == 0
     lines = path.read_text().splitlines()
     assert [line.split(":")[0] for line in lines] == ["alice", "bob"]
-    assert lines[0].split(":", 1)[1].startswith("$7$1000$")  # Mosquitto 2.1's defaults
+    assert lines[0].split(":", 1)[1].startswith("$7$1000$")  # Mosquitto 2.1's count
     assert lines[1].split(":", 1)[1].startswith("$7$101$")
     assert "first" not in path.read_text()
     assert path.stat().st_mode & 0o777 == 0o600

@@ -45,9 +45,11 @@ from .scram import ScramSecret
 
 __all__ = ["PBKDF2_ITERATIONS", "PasswordEntry", "PasswordFile", "hash_password"]
 
-#: What ``actorbroker passwd`` writes: Mosquitto 2.1's $7$ defaults (2.0 reads them too).
+#: What ``actorbroker passwd`` writes: Mosquitto 2.1's iteration count with 2.0's 12-byte
+#: salt, the one shape both versions read (2.0 refuses 64-byte salts: a file made here then
+#: works in either, tested against Debian's Mosquitto 2.0.11).
 PBKDF2_ITERATIONS = 1000
-SALT_BYTES = 64
+SALT_BYTES = 12
 _HASH_BYTES = 64
 _SALT_SIZES = (12, 64)
 
@@ -148,7 +150,7 @@ def _argon2() -> Any:
 
 def hash_password(password: str | bytes, *, iterations: int = PBKDF2_ITERATIONS,
                   salt: bytes | None = None) -> str:
-    """A Mosquitto ``$7$`` hash of ``password`` (a fresh 64-byte salt unless given)."""
+    """A Mosquitto ``$7$`` hash of ``password`` (a fresh 12-byte salt unless given)."""
     data = password.encode("utf-8") if isinstance(password, str) else password
     salt = os.urandom(SALT_BYTES) if salt is None else salt
     digest = hashlib.pbkdf2_hmac("sha512", data, salt, iterations)

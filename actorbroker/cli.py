@@ -134,6 +134,16 @@ def _check_config(args: argparse.Namespace) -> int:
     if errors:
         _print_errors(errors, sys.stdout)
         return 1
+    from actorbroker.auth import Security
+    from actorbroker.errors import AuthError
+
+    auth = load(args.file).auth  # the files it names are read as serve would read them
+    try:
+        Security(password_file=auth.password_file, scram_file=auth.scram_credentials_file,
+                 acl_file=auth.acl_file)
+    except AuthError as exc:
+        print(f"{args.file}: [auth] {exc}")
+        return 1
     print("ok")
     return 0
 

@@ -61,7 +61,7 @@ lint: venv
 	$(BIN)/lint-imports
 
 typecheck: venv
-	$(BIN)/mypy -p actorbroker.codec -p actorbroker.routing -p actorbroker.session -p supervisors -p actorbroker.config -m actorbroker.errors -m actorbroker.cli -p actorbroker.transport -m actorbroker.messages -p actorbroker.actors -m actorbroker.app -m actorbroker.metrics -m actorbroker.testing -m actorbroker.startup -p actorbroker.persistence -p actorbroker.durable -p actorbroker.auth
+	$(BIN)/mypy -p actorbroker.codec -p actorbroker.routing -p actorbroker.session -p supervisors -p actorbroker.config -m actorbroker.errors -m actorbroker.cli -p actorbroker.transport -m actorbroker.messages -p actorbroker.actors -m actorbroker.app -m actorbroker.metrics -m actorbroker.testing -m actorbroker.startup -p actorbroker.persistence -p actorbroker.durable -p actorbroker.auth -m actorbroker.reload
 
 pytest: venv
 	$(BIN)/python -m pytest

@@ -60,7 +60,7 @@ from actorbroker.session import Refused, check_connect, refuse
 from supervisors import ChildSpec, LoopFuture, Restart, start_sharded_child
 
 from .auth import AuthPort
-from .login import Login, Verdict, user_of
+from .login import Login, Verdict
 from .keeper import Sleeping
 from .messages import Attach
 from .node import Node
@@ -162,32 +162,11 @@ class SessionGateway:
             _refuse(conn, ConnAck(False, ConnectReturnCode.IDENTIFIER_REJECTED),
                     f"keepalive {packet.keepalive}s above max_keepalive {settings.max_keepalive}s")
             return None
-        login = self.login
-        client_id: str | Verdict = decision.client_id
-        verdict = login.authenticate(conn.peer[0], packet)
-        if verdict is None:
-            client_id = login.client_id(packet, decision.client_id)
-            if isinstance(client_id, Verdict):
-                verdict = client_id
-        if verdict is None:
-            assert isinstance(client_id, str)
-            refusal = login.will_refusal(packet, client_id)
-            if refusal is not None:
-                log.info("client %r from %s: Will dropped: %s", client_id[:64], conn.peer[0],
-                         refusal)
-                packet = dataclasses.replace(packet, will=None)
+        admitted = self.login.admit(conn.peer[0], packet, decision.client_id)
+        if isinstance(admitted, Verdict):
+            return self._refuse_login(conn, packet, admitted)
+        packet, client_id, claim = admitted.connect, admitted.client_id, admitted.claim
         method = packet.properties.authentication_method if packet.protocol_level == 5 else None
-        claim = 0
-        if verdict is None and method is None:  # an exchange claims once it succeeded
-            assert isinstance(client_id, str)
-            claimed = login.claim(client_id, user_of(packet))
-            if isinstance(claimed, Verdict):
-                verdict = claimed
-            else:
-                claim = claimed
-        if verdict is not None:
-            return self._refuse_login(conn, packet, verdict)
-        assert isinstance(client_id, str)
         if decision.assigned or client_id != packet.client_id:
             conn.client_id = client_id
         port = ConnectionPort()
@@ -220,7 +199,7 @@ class SessionGateway:
         ``attach.connect`` carries the authenticated user name; the session is
         claimed for that user here.
         """
-        claimed = self.login.claim(attach.client_id, user_of(attach.connect))
+        claimed = self.login.claim(attach.client_id, attach.connect)
         if isinstance(claimed, Verdict):
             attach.port.take_held()
             _refuse(attach.conn, refuse(attach.connect, claimed.code, claimed.reason).connack,

@@ -25,6 +25,7 @@ protocol checks (``session.check_connect``). In order:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from actorbroker.session import is_sys
 from .node import NodeSettings
 from .owners import Owners
 
-__all__ = ["Login", "Verdict", "user_of"]
+__all__ = ["Admitted", "Login", "Verdict"]
 
 log = logging.getLogger("actorbroker.auth")
 
@@ -52,9 +53,14 @@ class Verdict:
     delay: float = 0.0
 
 
-def user_of(connect: Connect) -> str:
-    """The user a CONNECT claims its session for ("" anonymous)."""
-    return connect.username or ""
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    """A client let in: its CONNECT (without a refused Will), client id and claim number
+    (0: an enhanced authentication claims the session once it succeeded)."""
+
+    connect: Connect
+    client_id: str
+    claim: int
 
 
 class Login:
@@ -67,6 +73,25 @@ class Login:
         self._owners = owners
         self._clock = clock
         self.throttle = LoginThrottle()
+
+    def admit(self, host: str, connect: Connect, client_id: str) -> Admitted | Verdict:
+        """Steps 1 to 5 for a CONNECT from ``host`` that passed the protocol checks."""
+        verdict = self.authenticate(host, connect)
+        if verdict is not None:
+            return verdict
+        named = self.client_id(connect, client_id)
+        if isinstance(named, Verdict):
+            return named
+        refusal = self.will_refusal(connect, named)
+        if refusal is not None:
+            log.info("client %r from %s: Will dropped: %s", named[:64], host, refusal)
+            connect = dataclasses.replace(connect, will=None)
+        if connect.protocol_level == 5 and connect.properties.authentication_method:
+            return Admitted(connect, named, 0)
+        claim = self.claim(named, connect)
+        if isinstance(claim, Verdict):
+            return claim
+        return Admitted(connect, named, claim)
 
     def authenticate(self, host: str, connect: Connect) -> Verdict | None:
         """Steps 1 and 2: None if the client may log in."""
@@ -116,9 +141,9 @@ class Login:
             return f"Will topic {will.topic[:80]!r} not writable for this client (acl_file)"
         return None
 
-    def claim(self, client_id: str, user: str) -> int | Verdict:
-        """Step 5: the claim number of the session, or the refusal."""
-        claim = self._owners.claim(client_id, user)
+    def claim(self, client_id: str, connect: Connect) -> int | Verdict:
+        """Step 5: the claim number of the session for the CONNECT's user, or the refusal."""
+        claim = self._owners.claim(client_id, connect.username or "")
         if claim is None:
             return Verdict(_RC.NOT_AUTHORIZED, f"client id {client_id[:64]!r} belongs to "
                                                "another user's session")

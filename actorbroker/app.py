@@ -66,6 +66,7 @@ from actorbroker.actors.durable_tree import STORAGE_START_TIMEOUT, durable_child
 from actorbroker.codec import Properties, ReasonCode
 from actorbroker.actors.keeper import Sleeping
 from actorbroker.actors.messages import Reauthorize
+from actorbroker.actors.owners import Owners
 from actorbroker.config import Config, ListenerConfig, load
 from actorbroker.errors import AuthError, ConfigError
 from actorbroker.reload import Reloader
@@ -152,7 +153,10 @@ class Broker:
         if self.config.node.data_dir is None:
             log.info("no data directory: sessions and messages are kept in memory only "
                      "([node] data_dir keeps them)")
-        node = self.node = Node(self.settings, stats=self.stats)
+        security = self.settings.security
+        # Session owners count user names only when they are checked (actors/owners.py).
+        node = self.node = Node(self.settings, stats=self.stats,
+                                owners=Owners(checked=security is not None and security.has_users))
         node.gateway = gateway = SessionGateway(node, asyncio.get_running_loop().call_later)
         listeners = [
             ChildSpec(id=f"listener-{index}",
@@ -179,7 +183,6 @@ class Broker:
             raise BrokerStartError(f"the broker failed to start: {root_cause(reason)}") from None
         log.info("actorbroker started: listening on %s",
                  ", ".join(f"{c.bind}:{p}" for c, p in zip(self.config.listeners, self.ports)))
-        security = self.settings.security
         if security is not None and security.has_files:
             self.reloads.add("auth files", partial(self._reload_auth, node), security.changed)
             self._poll(asyncio.get_running_loop())

@@ -17,7 +17,11 @@ already reconnecting does not leave the new session without an owner.
 Durable sessions keep their owner across restarts: the user name is in
 their ``SessionConnected`` records, the fold keeps it, and the keeper puts
 every offline session's owner back here before the listeners open.
-Loop thread only.
+
+A user name counts only when it is checked (``checked``: the broker has a
+user file). Without one, anyone may send any user name, so every client is
+the same anonymous owner: a client that changes its (unchecked) user name
+keeps its session, as before ownership existed. Loop thread only.
 """
 
 from __future__ import annotations
@@ -28,11 +32,12 @@ __all__ = ["Owners"]
 class Owners:
     """client id -> (user name, claim number) of every live session (see the module doc)."""
 
-    __slots__ = ("_owners", "_claims")
+    __slots__ = ("_owners", "_claims", "checked")
 
-    def __init__(self) -> None:
+    def __init__(self, *, checked: bool = True) -> None:
         self._owners: dict[str, tuple[str, int]] = {}
         self._claims = 0
+        self.checked = checked
 
     def owner(self, client_id: str) -> str | None:
         """The user ``client_id``'s session belongs to ("" anonymous), None if no session."""
@@ -41,6 +46,7 @@ class Owners:
 
     def claim(self, client_id: str, user: str) -> int | None:
         """``user`` connects as ``client_id``: the claim number, or None if another user owns it."""
+        user = user if self.checked else ""
         entry = self._owners.get(client_id)
         if entry is not None and entry[0] != user:
             return None
@@ -50,7 +56,7 @@ class Owners:
 
     def restore(self, client_id: str, user: str) -> None:
         """A durable session found at start-up belongs to ``user`` (claim 0)."""
-        self._owners.setdefault(client_id, (user, 0))
+        self._owners.setdefault(client_id, (user if self.checked else "", 0))
 
     def release(self, client_id: str, claim: int | None = None) -> bool:
         """``client_id``'s session ended: forget its owner unless claimed after ``claim``.

@@ -107,3 +107,14 @@ def test_use_username_as_clientid(tmp_path: Path) -> None:
         bob.close()
         anonymous, refused = login(broker.host, broker.port, "c")
         assert refused.reason_code == 0x05
+
+
+def test_unchecked_user_names_do_not_own_sessions(tmp_path: Path) -> None:
+    """Without a user file anyone may send any user name: it does not tie the session."""
+    with Broker.run_in_thread(broker_config(tmp_path)) as broker:
+        first, ok = login(broker.host, broker.port, "dev", "x", "p", clean=False)
+        assert ok.reason_code == 0
+        first.disconnect()
+        second, ok = login(broker.host, broker.port, "dev", "y", "q", clean=False)
+        assert ok.reason_code == 0 and ok.session_present
+        second.close()

@@ -144,8 +144,10 @@ class ConnectionLifecycle:
         return None if acl is None else acl.for_client(self._user, self.client_id)
 
     def _reauthorize(self) -> None:
-        """The ACL was reloaded: the attached client's rights, its subscriptions re-checked."""
-        if self._conn is not None:
+        """The ACL was reloaded: the client's rights, its subscriptions re-checked (also
+        while it is offline, as the user it last attached as: nothing more is queued for
+        a revoked subscription). A session this actor never attached waits for its CONNECT."""
+        if self._claim or self._conn is not None:
             self._run(self._core.authorize(self._grants()))
 
     def _lost(self, message: ConnectionLost) -> None:

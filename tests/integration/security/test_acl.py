@@ -10,6 +10,7 @@ from pathlib import Path
 from mqtt_testkit import Client, RawClient
 from security_kit import login, publishes_until, write_users
 
+from actorbroker import testing
 from actorbroker.app import RunningBroker
 from actorbroker.codec import (
     PubAck,
@@ -178,3 +179,28 @@ def _filters(broker: RunningBroker, client_id: str) -> dict[str, int]:
         return filters
     found: dict[str, int] = broker.run(ask())
     return found
+
+
+def test_a_reload_revokes_an_offline_sessions_subscription_too(
+        tmp_path: Path, start_broker: Callable[..., RunningBroker]) -> None:
+    """Kept in memory (no commit log: the session keeps its actor while offline), nothing
+    is queued for a subscription the new ACL refuses."""
+    options = _users_and_acl(tmp_path, READER_ACL)
+    broker = start_broker(testing.broker_config(**options))
+    reader, _ = login(broker.host, broker.port, "reader", "reader", "r", clean=False)
+    reader.send(Subscribe(1, (Subscription("b/public", 1), Subscription("a/open", 1))))
+    assert reader.recv() == SubAck(1, (1, 1))
+    reader.disconnect()
+    Path(options["acl_file"]).write_text(READER_ACL.replace("topic read b/#\n", ""))
+    broker.call(lambda: broker.broker.reload("test"))
+    broker.wait_until(lambda _: "b/public" not in _filters(broker, "reader"))
+    writer, _ = login(broker.host, broker.port, "writer", "writer", "w")
+    writer.send(Publish("b/public", b"revoked", 1, packet_id=1),
+                Publish("a/open", b"marker", 1, packet_id=2))
+    assert (writer.recv(), writer.recv()) == (PubAck(1), PubAck(2))
+    reader, ok = login(broker.host, broker.port, "reader", "reader", "r", clean=False)
+    assert ok.session_present
+    got = publishes_until(reader, "a/open")
+    assert [p.payload for p in got] == [b"marker"]
+    reader.close()
+    writer.close()

@@ -64,9 +64,8 @@ from actorbroker.actors import (
 from actorbroker import collector
 from actorbroker.actors.durable_tree import STORAGE_START_TIMEOUT, durable_children
 from actorbroker.codec import Properties, ReasonCode
-from actorbroker.actors.keeper import Sleeping
-from actorbroker.actors.messages import Reauthorize
 from actorbroker.actors.owners import Owners
+from actorbroker.actors.reauthorize import reload_auth_files
 from actorbroker.config import Config, ListenerConfig, load
 from actorbroker.errors import AuthError, ConfigError
 from actorbroker.reload import Reloader
@@ -184,24 +183,8 @@ class Broker:
         log.info("actorbroker started: listening on %s",
                  ", ".join(f"{c.bind}:{p}" for c, p in zip(self.config.listeners, self.ports)))
         if security is not None and security.has_files:
-            self.reloads.add("auth files", partial(self._reload_auth, node), security.changed)
+            self.reloads.add("auth files", partial(reload_auth_files, node), security.changed)
             self._poll(asyncio.get_running_loop())
-
-    def _reload_auth(self, node: Node) -> str:
-        """Read the password, SCRAM and ACL files again (AuthError: the old ones stay);
-        with an ACL, every connected session re-checks its client's rights."""
-        security = node.settings.security
-        assert security is not None
-        loaded = security.reload()
-        if security.acl_file:
-            refs: list[Any] = list(node.names.sessions.values())
-            for ref in refs:
-                if type(ref) is not Sleeping:  # hibernated: checked when its client is back
-                    try:
-                        ref.tell(Reauthorize())
-                    except ActorDeadError:
-                        pass
-        return "; ".join(loaded)
 
     def _poll(self, loop: asyncio.AbstractEventLoop) -> None:
         """Reload what changed on disk, every ``FILE_POLL`` seconds while running."""

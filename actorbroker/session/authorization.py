@@ -22,6 +22,9 @@ class Grants(Protocol):
     def may_subscribe(self, topic_filter: str) -> bool:
         """True if the client may subscribe to ``topic_filter``."""
 
+    def may_read(self, topic: str) -> bool:
+        """True if the client may receive a message of topic name ``topic``."""
+
 
 def is_sys(topic: str) -> bool:
     """True for ``$SYS`` and the topics under it, which only the broker publishes to."""

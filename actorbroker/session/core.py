@@ -274,6 +274,11 @@ class SessionCore(OutboundRules, Mqtt5Rules):
         self._expiry_armed = True
         return [StartTimer(EXPIRY_TIMER, self.config.session_expiry)]
 
+    @property
+    def grants(self) -> Grants | None:
+        """The attached (or last attached) client's rights; None without an ACL."""
+        return self._inbox.acl
+
     def authorize(self, grants: Grants | None) -> list[Effect]:
         """Apply the rights of the attached client (None: no ACL) from now on.
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from mqtt_testkit import Client, RawClient
 from security_kit import login, publishes_until, write_users
 
 from actorbroker import testing
+from actorbroker.actors.durable_messages import StorageStatus
 from actorbroker.app import RunningBroker
 from actorbroker.codec import (
     PubAck,
@@ -204,3 +206,40 @@ def test_a_reload_revokes_an_offline_sessions_subscription_too(
     assert [p.payload for p in got] == [b"marker"]
     reader.close()
     writer.close()
+
+
+def test_a_hibernated_sessions_queue_is_checked_when_it_comes_back(
+        tmp_path: Path, secure: Secure) -> None:
+    """With the commit log an offline session hibernates (no actor to tell): what its queue
+    took under a subscription the reloaded ACL refuses is dropped when its client is back."""
+    options = _users_and_acl(tmp_path, READER_ACL)
+    broker = secure(**options)
+    reader, _ = login(broker.host, broker.port, "reader", "reader", "r", clean=False)
+    reader.send(Subscribe(1, (Subscription("b/public", 1), Subscription("a/open", 1))))
+    assert reader.recv() == SubAck(1, (1, 1))
+    reader.disconnect()
+    broker.wait_until(lambda _: broker.call(
+        lambda: type(broker.node.names.sessions.get("reader")).__name__) == "Sleeping")
+    writer, _ = login(broker.host, broker.port, "writer", "writer", "w")
+    writer.send(Publish("b/public", b"queued then revoked", 1, packet_id=1))
+    assert writer.recv() == PubAck(1)
+    Path(options["acl_file"]).write_text(READER_ACL.replace("topic read b/#\n", ""))
+    broker.call(lambda: broker.broker.reload("test"))
+    writer.send(Publish("a/open", b"marker", 1, packet_id=2))
+    assert writer.recv() == PubAck(2)
+    broker.wait_until(lambda _: _queued(broker) == 2)
+    reader, ok = login(broker.host, broker.port, "reader", "reader", "r", clean=False)
+    assert ok.session_present
+    got = publishes_until(reader, "a/open")
+    assert [p.payload for p in got] == [b"marker"]
+    assert broker.metrics()["dropped"] == {"not_authorized": 1}
+    reader.close()
+    writer.close()
+
+
+def _queued(broker: RunningBroker) -> int:
+    """Messages the commit log holds for offline sessions (the storage actor's figure)."""
+    storage = broker.node.refs.storage
+    assert storage is not None
+    figures: dict[str, Any] = storage.ask(StorageStatus(), timeout=10)
+    return int(figures["queued"])

@@ -101,19 +101,20 @@ class Login:
         if enhanced:
             return None
         if security is not None and security.has_users and connect.username is not None:
+            user = connect.username[:64]  # a name of up to 64 KiB must not fill the log
             now = self._clock()
             delay = settings.login_failure_delay
             if self.throttle.blocked(host, now):  # not counted: a retry must not extend it
                 return Verdict(_RC.BAD_USER_NAME_OR_PASSWORD,
-                               f"login of user {connect.username!r} refused: too many failed "
+                               f"login of user {user!r} refused: too many failed "
                                f"logins from {host}", delay)
             if security.check_password(connect.username, connect.password or b""):
                 self.throttle.succeeded(host)
                 return None
             self.throttle.failed(host, now)
-            log.warning("failed login for user %r from %s", connect.username[:64], host)
+            log.warning("failed login for user %r from %s", user, host)
             return Verdict(_RC.BAD_USER_NAME_OR_PASSWORD,
-                           f"bad user name or password for user {connect.username!r}", delay)
+                           f"bad user name or password for user {user!r}", delay)
         if settings.allow_anonymous:
             return None
         return Verdict(_RC.NOT_AUTHORIZED, "anonymous clients are not allowed "

@@ -70,7 +70,9 @@ def _covers(rule: list[str], sub: list[str]) -> bool:
             return False
         if level == "+":
             if sub[index] == "#":
-                return False
+                # A first-level '#' matches one level or more, as '+/#' does; deeper, '#'
+                # also matches its parent level, which '+' cannot.
+                return index == 0 and rule[1:] == ["#"]
         elif level != sub[index]:
             return False
     return len(sub) == len(rule)

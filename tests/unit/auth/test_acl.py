@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from actorbroker.auth import AclFile
@@ -92,6 +92,8 @@ TOPICS = ["/".join(p) for n in (1, 2, 3, 4) for p in itertools.product(["a", "b"
           if "$x" not in p[1:]]
 
 
+@example("+/#", "#")  # hypothesis found it: '+/#' covers '#' (one level or more, both)
+@example("a/+/#", "a/#")  # ... but not 'a/#', which matches 'a' too
 @given(FILTERS, FILTERS)
 def test_covers_and_overlaps_agree_with_matching_every_topic(rule: str, sub: str) -> None:
     """Against brute force over every topic of up to four levels of a, b, c and $x."""

@@ -65,9 +65,12 @@ from actorbroker.actors import (
 from actorbroker import collector
 from actorbroker.actors.durable_tree import STORAGE_START_TIMEOUT, durable_children
 from actorbroker.codec import Properties, ReasonCode
-from actorbroker.config import Config, ListenerConfig
-from actorbroker.errors import AuthError
+from actorbroker.actors.owners import Owners
+from actorbroker.actors.reauthorize import reload_auth_files
+from actorbroker.config import Config, ListenerConfig, load
+from actorbroker.errors import AuthError, ConfigError
 from actorbroker.logbudget import LineBudget
+from actorbroker.reload import Reloader
 from actorbroker.startup import BrokerStartError, Preflight, held_tracebacks, preflight, root_cause
 from actorbroker.ops import HttpListener, ListenerView, OpsContext, Sampler, open_http
 from actorbroker.transport import (
@@ -103,6 +106,8 @@ SESSION_SHARD_INTENSITY = Intensity(max_restarts=100, period=10.0)
 CORE_INTENSITY = Intensity(max_restarts=3, period=10.0)
 #: BrokerMetrics fields that are not plain counters (RunningBroker.metrics leaves them out).
 _NOT_COUNTERS = ("drop_log", "dropped", "sync_latency", "loop_lag", "received_qos", "sent_qos")
+#: Seconds between looks at the password and ACL files' modification times.
+FILE_POLL = 3.0
 
 
 class Broker:
@@ -122,6 +127,9 @@ class Broker:
         self._http: ListenerHandle | None = None
         self._log_budget: LineBudget | None = None
         self._guard: OverloadGuard | None = None
+        #: What SIGHUP (and a changed file) reloads: see actorbroker/reload.py.
+        self.reloads = Reloader()
+        self._poller: asyncio.TimerHandle | None = None
 
     # -- where it listens ------------------------------------------------------
 
@@ -171,8 +179,11 @@ class Broker:
         if self.config.node.data_dir is None:
             log.info("no data directory: sessions and messages are kept in memory only "
                      "([node] data_dir keeps them)")
-        node = self.node = Node(self.settings, stats=self.stats)
-        node.gateway = gateway = SessionGateway(node)
+        security = self.settings.security
+        # Session owners count user names only when they are checked (actors/owners.py).
+        node = self.node = Node(self.settings, stats=self.stats,
+                                owners=Owners(checked=security is not None and security.has_users))
+        node.gateway = gateway = SessionGateway(node, asyncio.get_running_loop().call_later)
         listeners = [
             ChildSpec(id=f"listener-{index}",
                       start=partial(ListenerActor.start,
@@ -201,6 +212,21 @@ class Broker:
             raise BrokerStartError(f"the broker failed to start: {root_cause(reason)}") from None
         log.info("actorbroker started: listening on %s",
                  ", ".join(f"{c.bind}:{p}" for c, p in zip(self.config.listeners, self.ports)))
+        if any(c.type in ("tls", "wss") for c in self.config.listeners):
+            # Each TLS listener also polls its own files; SIGHUP reloads them at once.
+            self.reloads.add("certificates", self._reload_certificates)
+        if security is not None and security.has_files:
+            self.reloads.add("auth files", partial(reload_auth_files, node), security.changed)
+            self._poll(asyncio.get_running_loop())
+
+    def _poll(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Reload what changed on disk, every ``FILE_POLL`` seconds while running."""
+        self.reloads.poll()
+        self._poller = loop.call_later(FILE_POLL, self._poll, loop)
+
+    def reload(self, why: str = "request") -> None:
+        """Run every reload hook now (loop thread; SIGHUP calls it). Never raises."""
+        self.reloads.run(why)
 
     def _core_specs(self, node: Node) -> list[ChildSpec]:
         settings = node.settings
@@ -246,6 +272,12 @@ class Broker:
     def _on_bound(self, index: int, handle: ListenerHandle | None) -> None:
         self._bound[index] = handle
 
+    def _reload_certificates(self) -> str:
+        """The reload hook of the TLS listeners' files (each logs what it did)."""
+        if not self.reload_certificates():
+            raise RuntimeError("a listener kept its previous certificate (see above)")
+        return "every tls/wss listener reloaded its files"
+
     def reload_certificates(self) -> bool:
         """Reload the TLS files (certfile, keyfile, cafile, crlfile) of every tls/wss listener.
 
@@ -290,6 +322,9 @@ class Broker:
         root = self._root
         if root is None:
             return
+        if self._poller is not None:
+            self._poller.cancel()
+            self._poller = None
         shutdown(root)
         reason = await self._exit
         if self._guard is not None:
@@ -417,28 +452,43 @@ class RunningBroker:
             done.wait(poll)
 
 
-def serve(config: Config) -> int:
-    """Run the broker until SIGTERM or SIGINT; 0 after an orderly stop, 1 on failure."""
+def serve(config: Config, config_file: str | None = None) -> int:
+    """Run the broker until SIGTERM or SIGINT; 0 after an orderly stop, 1 on failure.
+
+    SIGHUP reloads (:meth:`Broker.reload`): the log level from ``config_file``
+    (when the broker was started with one), the password and ACL files.
+    """
     async def main() -> int:
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
         received: list[str] = []
+        started: list[Broker] = []
 
         def on_signal(sig: signal.Signals) -> None:
             received.append(sig.name)
             stop.set()
 
+        def on_hangup() -> None:
+            if started:
+                started[0].reload("SIGHUP")
+            else:
+                log.info("SIGHUP during the start: nothing reloaded")
+
         # Before starting: a signal that arrives during the start stops the broker after it.
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, on_signal, sig)
+        loop.add_signal_handler(signal.SIGHUP, on_hangup)
         try:
             broker = Broker(config)  # AuthError: the credentials file cannot be used
+            if config_file is not None:
+                broker.reloads.add("log level", partial(_reload_log_level, config_file))
             with held_tracebacks(show=config.log.level == "debug"):
                 await broker.start()
         except (BrokerStartError, AuthError) as exc:
             log.debug("the start failed", exc_info=True)
             log.error("%s", exc)
             return 1
+        started.append(broker)
         collector.tune()  # a long-running process: see actorbroker/collector.py
         ended = asyncio.ensure_future(broker.wait())
         stopping = asyncio.ensure_future(stop.wait())
@@ -454,3 +504,13 @@ def serve(config: Config) -> int:
         return 0
 
     return run(main())
+
+
+def _reload_log_level(config_file: str) -> str:
+    """The ``[log] level`` of ``config_file`` in force (ConfigError: the file is not valid)."""
+    try:
+        level = load(config_file).log.level
+    except ConfigError as exc:
+        raise ConfigError(f"{config_file}: {exc}") from None
+    logging.getLogger().setLevel(getattr(logging, level.upper()))
+    return f"log level {level} (from {config_file})"

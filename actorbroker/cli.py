@@ -1,5 +1,8 @@
 """Command line: ``actorbroker serve | check-config FILE | passwd FILE USER | pipeline JOB | ctl ... | --version``.
 
+``serve`` reloads on SIGHUP (actorbroker/reload.py): the log level from its
+``--config`` file, the password and ACL files.
+
 Top layer: may import everything in the package. Kept thin; each subcommand
 delegates to the module that does the work (configuration: actorbroker.config;
 the broker: actorbroker.app; credentials: actorbroker.auth; Spark jobs:
@@ -67,16 +70,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check_config.add_argument("file", metavar="FILE")
     passwd = sub.add_parser(
-        "passwd", help="add a user to a SCRAM credentials file",
-        description="Add USER to (or replace it in) the SCRAM credentials file FILE "
-                    "([auth] scram_credentials_file), created if missing, mode 0600. "
-                    "The password is read from standard input when it is not a "
-                    "terminal, else prompted for twice. Only salted keys are stored.",
+        "passwd", help="add a user to a password file (Mosquitto's format)",
+        description="Add USER to (or replace it in) the password file FILE, created if "
+                    "missing, mode 0600: Mosquitto's format ($7$, PBKDF2-SHA512, as "
+                    "mosquitto_passwd writes; [auth] password_file), or the SCRAM "
+                    "credentials format ([auth] scram_credentials_file) with --format scram "
+                    "or when FILE already is one. The password is read from standard input "
+                    "when it is not a terminal, else prompted for twice. Only salted hashes "
+                    "are stored.",
     )
     passwd.add_argument("file", metavar="FILE")
     passwd.add_argument("user", metavar="USER")
-    passwd.add_argument("--iterations", type=int, default=4096, metavar="N",
-                        help="PBKDF2 iterations (default 4096, RFC 7677's minimum)")
+    passwd.add_argument("--format", choices=("mosquitto", "scram"), default=None,
+                        help="file format (default: FILE's own, mosquitto for a new file)")
+    passwd.add_argument("--iterations", type=int, default=None, metavar="N",
+                        help="PBKDF2 iterations (default 1000 for mosquitto, as Mosquitto 2.1, "
+                             "with a 12-byte salt that 2.0 reads too; 4096 for scram, "
+                             "RFC 7677's minimum)")
     passwd.add_argument("--delete", action="store_true", help="remove USER instead")
     add_pipeline_parser(sub)  # stdlib only: --help never starts Java
     ctl.add_parser(sub)
@@ -107,7 +117,8 @@ def _serve(args: argparse.Namespace) -> int:
         log.info("  %s", line)
     from actorbroker.app import serve  # the broker proper: loaded only to serve
 
-    return serve(config)
+    # SIGHUP takes the file's [log] level again, unless --log-level overrides the file.
+    return serve(config, args.config if args.log_level is None else None)
 
 
 class _UtcFormatter(logging.Formatter):
@@ -131,9 +142,18 @@ def _check_config(args: argparse.Namespace) -> int:
         _print_errors(errors, sys.stdout)
         return 1
     # The transport (ssl, uvloop, websockets) is loaded only for a valid file.
+    from actorbroker.auth import Security
+    from actorbroker.errors import AuthError
     from actorbroker.startup import tls_file_problems
 
-    problems = tls_file_problems(load(args.file))
+    config = load(args.file)
+    problems = tls_file_problems(config)
+    auth = config.auth  # the files it names are read as serve would read them
+    try:
+        Security(password_file=auth.password_file, scram_file=auth.scram_credentials_file,
+                 acl_file=auth.acl_file)
+    except AuthError as exc:
+        problems.append(f"[auth] {exc}")
     for problem in problems:
         print(f"{args.file}: {problem}")
     if problems:
@@ -142,12 +162,32 @@ def _check_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def _is_scram_file(path: str) -> bool:
+    """True if ``path`` exists and its first entry is a SCRAM secret."""
+    try:
+        with open(path, encoding="utf-8") as lines:
+            for line in lines:
+                if line.strip() and not line.startswith("#"):
+                    return ":SCRAM-SHA-" in line
+    except (OSError, UnicodeDecodeError):
+        return False
+    return False
+
+
 def _passwd(args: argparse.Namespace) -> int:
-    from actorbroker.auth import Credentials
+    from actorbroker.auth import PBKDF2_ITERATIONS, Credentials, PasswordFile
     from actorbroker.errors import AuthError
 
+    scram = args.format == "scram" or (args.format is None and _is_scram_file(args.file))
+    floor = 4096 if scram else 1
+    iterations = args.iterations or (4096 if scram else PBKDF2_ITERATIONS)
+    exists = os.path.exists(args.file)
+    credentials: Credentials | PasswordFile
     try:
-        credentials = Credentials.load(args.file) if os.path.exists(args.file) else Credentials()
+        if scram:
+            credentials = Credentials.load(args.file) if exists else Credentials()
+        else:
+            credentials = PasswordFile.load(args.file) if exists else PasswordFile()
     except AuthError as exc:
         print(exc, file=sys.stderr)
         return 1
@@ -156,8 +196,9 @@ def _passwd(args: argparse.Namespace) -> int:
             print(f"no user {args.user!r} in {args.file}", file=sys.stderr)
             return 1
     else:
-        if args.iterations < 4096:
-            print("--iterations must be at least 4096 (RFC 7677)", file=sys.stderr)
+        if iterations < floor:
+            print(f"--iterations must be at least {floor}"
+                  + (" (RFC 7677)" if scram else ""), file=sys.stderr)
             return 2
         if sys.stdin.isatty():
             password = getpass.getpass(f"password for {args.user}: ")
@@ -170,7 +211,10 @@ def _passwd(args: argparse.Namespace) -> int:
             print("empty password refused", file=sys.stderr)
             return 1
         try:
-            credentials.add(args.user, password, iterations=args.iterations)
+            if isinstance(credentials, Credentials):
+                credentials.add(args.user, password, iterations=iterations)
+            else:
+                credentials.set(args.user, password, iterations=iterations)
         except ValueError as exc:
             print(exc, file=sys.stderr)
             return 1

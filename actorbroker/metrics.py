@@ -29,6 +29,8 @@ values plus the broker's own):
 ``shared_unavailable`` no member of a shared subscription group could take it
 ``unreadable``         queued as a log offset whose record was lost (a quarantined
                        or deleted segment) before the session fetched it
+``not_authorized``     queued for an offline durable session, whose client may no
+                       longer read it when it comes back (the ACL was reloaded)
 =====================  ========================================================
 """
 

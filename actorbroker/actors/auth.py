@@ -16,10 +16,9 @@ After CONNACK (:class:`Reauthentication`, owned by the session actor): AUTH
 it, AUTH 0x00 ends it successfully; a failure is DISCONNECT 0x87 (section
 4.12.1, [MQTT-4.12.1-2]).
 
-User name and password (:func:`password_hook`): with a credentials file,
-a CONNECT's user name and password (any version) are checked against it;
-with ``allow_anonymous`` false, a client that authenticates neither way is
-refused (0x87; MQTT 3: 0x05).
+User names and passwords are checked by :mod:`.login`. The session of a
+client that authenticated with an exchange belongs to the exchange's user
+name (the Attach's CONNECT carries it from here on).
 """
 
 from __future__ import annotations
@@ -29,20 +28,12 @@ import logging
 from typing import Any
 
 from actorbroker.auth import Authenticators, Continue, Exchange, Failure, Success
-from actorbroker.codec import (
-    Auth,
-    ConnAck,
-    Connect,
-    ConnectReturnCode,
-    Disconnect,
-    Properties,
-    ReasonCode,
-)
+from actorbroker.codec import Auth, ConnAck, Disconnect, Properties, ReasonCode
 from actorbroker.messages import ConnectionLost, Inbound
 
 from .messages import Attach
 
-__all__ = ["AuthPort", "Reauthentication", "password_hook"]
+__all__ = ["AuthPort", "Reauthentication"]
 
 log = logging.getLogger("actorbroker.auth")
 
@@ -52,23 +43,6 @@ _REAUTH = ReasonCode.RE_AUTHENTICATE
 
 def _auth(code: int, method: str, data: bytes | None) -> Auth:
     return Auth(code, Properties(authentication_method=method, authentication_data=data))
-
-
-def password_hook(auth: Authenticators | None, allow_anonymous: bool) -> Any:
-    """The ``authenticate`` hook of ``check_connect`` (None when it would accept everyone)."""
-    if auth is None and allow_anonymous:
-        return None
-
-    def authenticate(client_id: str, connect: Connect) -> ConnectReturnCode:
-        if connect.protocol_level == 5 and connect.properties.authentication_method is not None:
-            return ConnectReturnCode.ACCEPTED  # enhanced authentication decides
-        if connect.username is not None and auth is not None:
-            if auth.check_password(connect.username, connect.password):
-                return ConnectReturnCode.ACCEPTED
-            return ConnectReturnCode.BAD_USER_NAME_OR_PASSWORD
-        return ConnectReturnCode.ACCEPTED if allow_anonymous else ConnectReturnCode.NOT_AUTHORIZED
-
-    return authenticate
 
 
 class AuthPort:
@@ -122,7 +96,12 @@ class AuthPort:
         if isinstance(outcome, Success):
             log.info("client %r authenticated with %s as %r", self._attach.client_id, method,
                      outcome.username)
-            self._gateway.authenticated(dataclasses.replace(self._attach, auth_data=outcome.data))
+            attach = self._attach
+            connect = attach.connect
+            if outcome.username is not None:
+                connect = dataclasses.replace(connect, username=outcome.username)
+            self._gateway.authenticated(
+                dataclasses.replace(attach, auth_data=outcome.data, connect=connect))
             return
         host, port = conn.peer
         log.info("refused client %r from %s:%s: %s", self._attach.client_id, host, port,

@@ -36,6 +36,7 @@ from actorbroker.session import (
     PublishWill,
     RequestSubscribe,
     RequestUnsubscribe,
+    RevokeSubscriptions,
     Route,
     Send,
 )
@@ -117,6 +118,9 @@ def derive(effects: list[Effect], cid: str, durable: bool, flights: Callable[[],
                 state += [Unsubscribed(cid, f, timestamp_us=ts) for f in effect.topic_filters]
             else:
                 found.discarded = True
+        elif kind is RevokeSubscriptions:
+            assert isinstance(effect, RevokeSubscriptions)
+            state += [Unsubscribed(cid, f, timestamp_us=ts) for f in effect.topic_filters]
         elif kind is EndSession:
             state.append(SessionExpired(cid, timestamp_us=ts))
     return found

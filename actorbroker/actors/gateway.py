@@ -24,12 +24,14 @@ clients for good (``server_moved``: CONNACK 0x9D with the Server Reference,
 MQTT 3: 0x03); one naming an Authentication Method the node does not serve
 gets 0x8C; one naming a served method runs its exchange in an
 :class:`~.auth.AuthPort` first and is dispatched only once it succeeded
-(:meth:`SessionGateway.authenticated`). User names and passwords are
-checked by ``check_connect``'s hook (:func:`~.auth.password_hook`), except
-on a TLS listener with use_identity_as_username: there the verified client
-certificate authenticates (``conn.identity``), its name replaces the
+(:meth:`SessionGateway.authenticated`). User names and passwords, anonymous
+clients, the Will's topic and the session's owner are checked by
+:class:`~.login.Login`; a failed login gets its CONNACK after a delay
+(``call_later``), its connection meanwhile pointed at a port that drops reads.
+On a TLS listener with use_identity_as_username the verified client
+certificate authenticates (``conn.identity``): its name replaces the
 CONNECT's user name and password, and no password is checked (Mosquitto's
-rule).
+rule); the ACL and the session's owner still apply to that name.
 
 A session that retires (its clean session ended) while an Attach was on
 its way hands it back with :meth:`SessionGateway.redispatch`; the gateway
@@ -41,6 +43,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -56,10 +60,12 @@ from actorbroker.codec import (
     protocol_name,
     shown,
 )
-from actorbroker.session import Refused, check_connect
+from actorbroker.messages import Inbound
+from actorbroker.session import Refused, check_connect, refuse
 from supervisors import ChildSpec, LoopFuture, Restart, start_sharded_child
 
-from .auth import AuthPort, password_hook
+from .auth import AuthPort
+from .login import Login, Verdict
 from .keeper import Sleeping
 from .messages import Attach
 from .node import Node
@@ -122,16 +128,30 @@ class ConnectionPort:
         return held
 
 
+class _Refusing:
+    """Where a port points while a refused login waits for its CONNACK: reads are dropped."""
+
+    __slots__ = ("_conn",)
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    def tell(self, message: Any) -> None:
+        if type(message) is Inbound:
+            self._conn.batch_done()  # its read credit back; the packets are not handled
+
+
 class SessionGateway:
     """Implements the transport's ``Gateway``: CONNECT -> session port (loop thread only)."""
 
-    def __init__(self, node: Node) -> None:
+    def __init__(self, node: Node, call_later: Callable[..., Any] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._node = node
         self._starting: dict[str, list[ConnectionPort]] = {}
-        settings = node.settings
-        self._authenticate = password_hook(settings.auth, settings.allow_anonymous)
+        self._call_later = call_later
+        self.login = Login(node.settings, node.owners, clock)
 
-    def connect(self, conn: Any, packet: Connect) -> ConnectionPort | None:
+    def connect(self, conn: Any, packet: Connect) -> Any:
         """Accept or refuse ``packet`` (see the module doc); never raises for a peer's sake."""
         settings = self._node.settings
         if settings.server_moved:
@@ -139,11 +159,9 @@ class SessionGateway:
                     f"server moved to {settings.server_reference!r} (configuration)", packet)
             return None
         identity = conn.identity
-        if identity is None:
-            decision = check_connect(packet, settings.connect, authenticate=self._authenticate)
-        else:  # the listener verified a client certificate naming this user: no password
+        if identity is not None:  # the listener verified a client certificate naming this user
             packet = dataclasses.replace(packet, username=identity, password=None)
-            decision = check_connect(packet, settings.connect)
+        decision = check_connect(packet, settings.connect)
         if isinstance(decision, Refused):
             _refuse(conn, decision.connack, decision.reason, packet)
             return None
@@ -152,12 +170,16 @@ class SessionGateway:
             _refuse(conn, ConnAck(False, ConnectReturnCode.IDENTIFIER_REJECTED),
                     f"keepalive {packet.keepalive}s above max_keepalive {settings.max_keepalive}s")
             return None
-        client_id = decision.client_id
-        if decision.assigned:
+        admitted = self.login.admit(conn.peer[0], packet, decision.client_id,
+                                    verified=identity is not None)
+        if isinstance(admitted, Verdict):
+            return self._refuse_login(conn, packet, admitted)
+        packet, client_id, claim = admitted.connect, admitted.client_id, admitted.claim
+        method = packet.properties.authentication_method if packet.protocol_level == 5 else None
+        if decision.assigned or client_id != packet.client_id:
             conn.client_id = client_id
         port = ConnectionPort()
-        attach = Attach(conn, packet, client_id, decision.assigned, port)
-        method = packet.properties.authentication_method if packet.protocol_level == 5 else None
+        attach = Attach(conn, packet, client_id, decision.assigned, port, claim=claim)
         if method is None:
             self._dispatch(attach)
             return port
@@ -171,10 +193,29 @@ class SessionGateway:
         auth_port.start()
         return port
 
+    def _refuse_login(self, conn: Any, packet: Connect, verdict: Verdict) -> Any:
+        """Refuse now, or after the verdict's delay (the connection waits, its reads dropped)."""
+        connack = refuse(packet, verdict.code, verdict.reason).connack
+        if verdict.delay <= 0 or self._call_later is None:
+            _refuse(conn, connack, verdict.reason, packet)
+            return None
+        self._call_later(verdict.delay, _refuse_if_open, conn, connack, verdict.reason, packet)
+        return _Refusing(conn)
+
     def authenticated(self, attach: Attach) -> None:
-        """The enhanced authentication of ``attach``'s CONNECT succeeded: attach it now."""
+        """The enhanced authentication of ``attach``'s CONNECT succeeded: attach it now.
+
+        ``attach.connect`` carries the authenticated user name; the session is
+        claimed for that user here.
+        """
+        claimed = self.login.claim(attach.client_id, attach.connect)
+        if isinstance(claimed, Verdict):
+            attach.port.take_held()
+            _refuse(attach.conn, refuse(attach.connect, claimed.code, claimed.reason).connack,
+                    claimed.reason, attach.connect)
+            return
         attach.port.unbind()
-        self._dispatch(attach)
+        self._dispatch(dataclasses.replace(attach, claim=claimed))
 
     def redispatch(self, attach: Attach) -> None:
         """A retiring session got ``attach``: route it (and its port) to the current session."""
@@ -271,6 +312,12 @@ def _moved(packet: Connect, reference: str) -> ConnAck:
     if packet.protocol_level != 5:
         return ConnAck(False, ConnectReturnCode.SERVER_UNAVAILABLE)
     return ConnAck(False, ReasonCode.SERVER_MOVED, Properties(server_reference=reference))
+
+
+def _refuse_if_open(conn: Any, connack: ConnAck | None, reason: str, packet: Connect) -> None:
+    """A delayed login refusal: unless the client went meanwhile."""
+    if not conn.closed:
+        _refuse(conn, connack, reason, packet)
 
 
 def _refuse(conn: Any, connack: ConnAck | None, reason: str, packet: Connect | None = None

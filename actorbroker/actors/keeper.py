@@ -159,6 +159,7 @@ class KeeperActor(LoopActor):
                 if running is not None and running.is_alive():
                     continue  # the keeper restarted alone: that session kept its actor
                 sleeping: Any = Sleeping(session.client_id, node)
+                node.owners.restore(session.client_id, session.owner)
                 node.names.register_session(session.client_id, sleeping)
                 if session.expiry != NEVER:
                     left = max(0.0, session.since + session.expiry - wall)
@@ -253,6 +254,7 @@ class KeeperActor(LoopActor):
             del self._wills[client_id]
             self._publish(client_id, pending[0])
         node.registry().tell(SessionEnded(client_id))
+        node.owners.release(client_id)
         storage = node.refs.storage
         if storage is not None:
             storage.tell(Append((SessionExpired(client_id, timestamp_us=int(time.time() * 1e6)),),

@@ -67,6 +67,7 @@ __all__ = [
     "RouteBatchViaRegistry",
     "RouteViaRegistry",
     "Routed",
+    "Reauthorize",
     "SessionEnded",
     "SessionStarted",
     "SessionSubscriptions",
@@ -97,6 +98,14 @@ class Attach:
     port: Any
     #: MQTT 5 enhanced authentication: the last Authentication Data, for the CONNACK.
     auth_data: bytes | None = None
+    #: The gateway's claim of the client id for its user (actors/owners.py); 0: none.
+    claim: int = 0
+
+
+@quick_init
+@dataclass(frozen=True, slots=True)
+class Reauthorize:
+    """The ACL was reloaded: apply it to the attached client (its subscriptions re-checked)."""
 
 
 @quick_init

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from pykka import ActorRef
 
-from actorbroker.auth import Credentials, authenticators
+from actorbroker.auth import Security
 from actorbroker.config import Config
 from actorbroker.metrics import BrokerMetrics
 from actorbroker.routing import Strategy
@@ -36,6 +36,7 @@ from actorbroker.session.backoff import BackoffPolicy
 
 from .durability import DurabilitySettings
 from .names import Names
+from .owners import Owners
 
 __all__ = ["Node", "NodeSettings", "Refs", "StatsSource"]
 
@@ -76,6 +77,11 @@ class NodeSettings:
     #: user name / password check; see actorbroker.auth.
     auth: Any = None
     allow_anonymous: bool = True
+    #: The user files and the ACL as loaded now (actorbroker.auth.Security; reloadable).
+    security: Security | None = None
+    use_username_as_clientid: bool = False
+    #: Seconds a refused login waits for its CONNACK.
+    login_failure_delay: float = 1.0
     #: Seconds a connected subscriber may hold its publishers back (actors/backpressure.py).
     backpressure_timeout: float = 1.0
     #: Test-only: session and topic actors crash on CrashForTest (actors/faults.py).
@@ -104,6 +110,10 @@ class NodeSettings:
             shared_available=v5.shared_subscriptions,
             response_information_prefix=v5.response_information_prefix,
         )
+        # AuthError (the broker does not start) if a file cannot be used.
+        security = Security(password_file=config.auth.password_file,
+                            scram_file=config.auth.scram_credentials_file,
+                            acl_file=config.auth.acl_file, allow_anonymous=config.auth.anonymous)
         strategies = {"round_robin": Strategy.ROUND_ROBIN, "random": Strategy.RANDOM,
                       "hash_clientid": Strategy.HASH}
         values: dict[str, Any] = {
@@ -124,10 +134,11 @@ class NodeSettings:
             "shared_strategy": strategies[v5.shared_subscription_strategy],
             "server_reference": v5.server_reference,
             "server_moved": bool(v5.server_reference) and v5.redirect == "server_moved",
-            "allow_anonymous": config.auth.allow_anonymous,
-            # AuthError (the broker does not start) if the file cannot be used.
-            "auth": authenticators(Credentials.load(config.auth.scram_credentials_file))
-            if config.auth.scram_credentials_file else None,
+            "allow_anonymous": config.auth.anonymous,
+            "security": security,
+            "auth": security.authenticators(),
+            "use_username_as_clientid": config.auth.use_username_as_clientid,
+            "login_failure_delay": config.auth.login_failure_delay,
             "max_keepalive": limits.max_keepalive,
             "backpressure_timeout": limits.backpressure_timeout,
             "max_retained": config.retained.max_retained_messages,
@@ -161,6 +172,8 @@ class Node:
 
     settings: NodeSettings = field(default_factory=NodeSettings)
     names: Names = field(default_factory=Names)
+    #: Which user each session belongs to (actors/owners.py).
+    owners: Owners = field(default_factory=Owners)
     metrics: BrokerMetrics = field(default_factory=BrokerMetrics)
     stats: StatsSource = field(default_factory=_NoStats)
     refs: Refs = field(default_factory=Refs)

@@ -153,6 +153,12 @@ class ResumedQueue:
                 continue
             if core.state is SessionState.ENDED:
                 break
+            grants = core.grants  # queued before an ACL reload revoked its subscription
+            if grants is not None and not grants.may_read(found.topic):
+                self._node.metrics.drop("not_authorized", client_id=actor.client_id,
+                                        topic=found.topic)
+                self._durability.dropped(entry.offset, "not_authorized")
+                continue
             ids = self._ids_for(found.topic) if self._sub_ids else ()
             if ids:
                 effects += core.deliver5(found, entry.qos, now, retain=entry.retain,

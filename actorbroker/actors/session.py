@@ -59,6 +59,7 @@ from actorbroker.session import (
     PublishWill,
     RequestSubscribe,
     RequestUnsubscribe,
+    RevokeSubscriptions,
     Route,
     Send,
     SessionCore,
@@ -73,6 +74,7 @@ from .backpressure import HoldExpired, PublisherHolds
 from .messages import (
     AddSubscriptions,
     Attach,
+    Reauthorize,
     Deliver,
     DeliverMatched,
     DeliverShared,
@@ -283,6 +285,8 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
                 self._holds.admit(self._conn is not None and credit.conn_id != self._conn_id)
                 self._deliver_shared(message)
                 self._holds.taken(credit, self._conn_id if self._core.attached else None)
+        elif cls is Reauthorize:
+            self._reauthorize()
         elif cls is CrashForTest:
             crash_for_test(self._node.settings, f"session {self.client_id!r}", message)
         elif cls is DiscardSession:
@@ -356,6 +360,9 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
                 case RequestSubscribe() | RequestUnsubscribe():
                     routes = self._route(routes)  # earlier PUBLISHes of the read go first
                     self._registry_request(effect)
+                case RevokeSubscriptions(filters):
+                    self._node.registry().tell(RemoveSubscriptions(
+                        self.client_id, None, filters, self.actor_ref))
                 case StartTimer(name, delay):
                     self._start_timer(name, delay)
                 case CancelTimer(name):
@@ -369,6 +376,7 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
                     self._close(effect)
                 case EndSession():
                     self._node.registry().tell(SessionEnded(self.client_id))
+                    self._node.owners.release(self.client_id, self._claim)
                     self._retire()
                 case SetKeepAlive() | HandBackShared() | Reauthenticate():
                     failed = self._mqtt5_effect(effect, out)

@@ -1,4 +1,4 @@
-"""Actors layer: a session's connections coming and going, as a SessionActor mixin. Stdlib, pykka, codec, session.
+"""Actors layer: a session's connections coming and going, as a SessionActor mixin. Stdlib, pykka, codec, session, auth.
 
 A session outlives its connections. ``Attach`` hands it a new one (a
 CONNECT the gateway routed here): a connection still attached is taken over
@@ -12,7 +12,9 @@ what was buffered) releases the queue held while it was congested. A session tha
 hands an ``Attach`` back to the gateway and forwards what later arrives for
 that connection (:meth:`ConnectionLifecycle._forward_or`). The client id is in
 the name table's ``online`` set while a connection is attached (shared
-subscriptions prefer online members).
+subscriptions prefer online members). With an ACL, each attach gives the
+core the attached client's rights (``auth.ClientAcl``); ``Reauthorize``
+(the ACL file was reloaded) gives it the new ones.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from actorbroker.auth import ClientAcl
 from actorbroker.codec import ConnAck, Packet, protocol_name, shown
 from actorbroker.messages import ConnectionLost, Drained
 from actorbroker.session import Effect, Send, SessionCore, SessionState
@@ -70,6 +73,10 @@ class ConnectionLifecycle:
     _node: Any
     _names: Any
     _metrics: Any
+    #: The gateway's claim of the client id for the attached user (actors/owners.py), and
+    #: that user: the session gives its owner up with this claim when it ends.
+    _claim: int = 0
+    _user: str | None = None
 
     if TYPE_CHECKING:
         def _run(self, effects: list[Any]) -> None: ...
@@ -123,6 +130,8 @@ class ConnectionLifecycle:
         self._retransmit_reset()
         effects = self._core.attach(connect, now, assigned=attach.assigned,
                                     auth_data=attach.auth_data)
+        self._claim, self._user = attach.claim, connect.username
+        effects += self._core.authorize(self._grants())
         # After attach: its CONNACK's Session Present is what "resumed" means to the client.
         log.info("client %s connected from %s (%s, clean session %d, keepalive %ds%s%s%s)",
                  shown(self.client_id), peer(conn), protocol_name(connect.protocol_level),
@@ -136,6 +145,19 @@ class ConnectionLifecycle:
         self._run(effects)
         if durability is not None:
             durability.pump()
+
+    def _grants(self) -> ClientAcl | None:
+        """The ACL's rules for this client id and the attached user (None: no ACL)."""
+        security = self._node.settings.security
+        acl = None if security is None else security.acl
+        return None if acl is None else acl.for_client(self._user, self.client_id)
+
+    def _reauthorize(self) -> None:
+        """The ACL was reloaded: the client's rights, its subscriptions re-checked (also
+        while it is offline, as the user it last attached as: nothing more is queued for
+        a revoked subscription). A session this actor never attached waits for its CONNECT."""
+        if self._claim or self._conn is not None:
+            self._run(self._core.authorize(self._grants()))
 
     def _lost(self, message: ConnectionLost) -> None:
         conn = self._conn

@@ -67,6 +67,7 @@ class DurableSession:
     _conn: Any
     _timers: dict[str, Any]
     _retired: bool
+    _claim: int
     _restarted: bool
     _durability: SessionDurability | None
     _credit: ReadCredit | None
@@ -161,6 +162,7 @@ class DurableSession:
     def end_now(self) -> None:
         """The session ended while effects wait for the log: drop its name and subscriptions now."""
         self._node.registry().tell(SessionEnded(self.client_id))
+        self._node.owners.release(self.client_id, self._claim)
         self._retired = True
         self._node.names.unregister_session(self.client_id, self.actor_ref)
 

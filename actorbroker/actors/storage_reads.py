@@ -89,7 +89,8 @@ def load_routing(current: CommitLog | None, state: DurableState) -> RoutingLoad:
 
 def load_offline(state: DurableState) -> tuple[OfflineSession, ...]:
     """The durable sessions with no connection (the keeper expires them)."""
-    return tuple(OfflineSession(i.client_id, i.expiry, i.since_us / 1e6) for i in state.offline())
+    return tuple(OfflineSession(i.client_id, i.expiry, i.since_us / 1e6, i.owner)
+                 for i in state.offline())
 
 
 def load_wills(state: DurableState, cut: dict[str, WillSet]) -> tuple[PendingWill, ...]:

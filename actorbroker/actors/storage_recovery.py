@@ -69,7 +69,7 @@ __all__ = ["STATE_VERSION", "Housekeeper", "StorageSettings", "entries", "intern
 log = logging.getLogger("actorbroker.storage")
 
 #: Version of the folded state's layout, part of a snapshot's version string.
-STATE_VERSION = 2  # 2: loose Wills (DurableState.loose_wills)
+STATE_VERSION = 3  # 2: loose Wills (DurableState.loose_wills); 3: SessionImage.owner
 _CHECKPOINT_FILE = "checkpoint"
 _CHUNK = 4096
 _DAMAGE = (Event.TORN_TAIL, Event.COMMITTED_LOST, Event.QUARANTINED)

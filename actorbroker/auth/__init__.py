@@ -1,4 +1,4 @@
-"""Auth layer: MQTT 5 enhanced authentication (pluggable methods, SCRAM) and credentials.
+"""Auth layer: MQTT 5 enhanced authentication (pluggable methods, SCRAM), Mosquitto password and ACL files.
 
 Imports the standard library, :mod:`actorbroker.codec` (reason codes) and
 :mod:`actorbroker.errors` only (import-linter checks it). No I/O except
@@ -13,6 +13,7 @@ A new method is any object with a ``method`` name and ``begin(client_id)``
 returning something with ``step(data) -> Outcome`` (:mod:`.exchange`).
 """
 
+from .acl import AclFile, ClientAcl
 from .credentials import Credentials, authenticators
 from .exchange import (
     Authenticator,
@@ -26,10 +27,21 @@ from .exchange import (
     PasswordChecker,
     Success,
 )
+from .passwords import PBKDF2_ITERATIONS, PasswordEntry, PasswordFile, hash_password
 from .scram import MECHANISMS, ScramAuthenticator, ScramClient, ScramError, ScramSecret, derive
+from .security import Security
+from .throttle import LoginThrottle
 
 __all__ = [
     "MECHANISMS",
+    "PBKDF2_ITERATIONS",
+    "AclFile",
+    "ClientAcl",
+    "LoginThrottle",
+    "PasswordEntry",
+    "PasswordFile",
+    "Security",
+    "hash_password",
     "AuthState",
     "Authenticator",
     "Authenticators",

@@ -44,10 +44,13 @@ MOSQUITTO_OPTIONS: dict[str, str] = {
                          "acknowledged; `[storage] checkpoint_interval` bounds the restart time",
     "log_type": "`[log] level` (`debug`, `info`, `warning` or `error`)",
     "log_dest": "none: the log goes to standard error (redirect it, or let systemd keep it)",
-    "allow_anonymous": "`[auth] allow_anonymous`",
-    "password_file": "`[auth] scram_credentials_file`, made with `actorbroker passwd FILE USER`; "
-                     "mosquitto_passwd files cannot be read",
-    "acl_file": "none yet: access control lists come in a later release",
+    "allow_anonymous": "`[auth] allow_anonymous`; as in Mosquitto 2 it is false once a password "
+                       "file is set, unless set to true (without one it is true here)",
+    "password_file": "`[auth] password_file`: the same file, unchanged ($7$, $6$, $argon2id$); "
+                     "`actorbroker passwd FILE USER` adds users as `mosquitto_passwd` does",
+    "acl_file": "`[auth] acl_file`: the same file, unchanged (subscriptions are decided per "
+                "filter: docs/security.md)",
+    "use_username_as_clientid": "`[auth] use_username_as_clientid`",
     "max_inflight_messages": "`[limits] max_inflight_messages`; Mosquitto's 0 is 65535",
     "max_queued_messages": "`[limits] max_queued_messages`",
     "max_queued_bytes": "`[limits] max_queued_bytes`",

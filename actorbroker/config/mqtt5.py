@@ -121,26 +121,74 @@ class Mqtt5Config:
 
 @dataclass(frozen=True, slots=True)
 class AuthConfig:
-    """Authentication: MQTT 5 enhanced authentication with SCRAM, and whether
-    clients that do not authenticate are let in."""
+    """Authentication and authorization: Mosquitto's password and ACL files, MQTT 5
+    enhanced authentication with SCRAM, whether clients that do not authenticate
+    are let in. The files are read again on SIGHUP and when they change (see
+    docs/security.md)."""
 
+    password_file: str = option(
+        "",
+        values="a path, or empty",
+        help="""Mosquitto password file: one user:hash line per user, as
+        mosquitto_passwd writes it ($7$ PBKDF2-SHA512, $6$ SHA-512 and
+        $argon2id$ hashes; plain-text passwords are refused). actorbroker passwd
+        FILE USER adds users in the $7$ format. Clients of every version log in
+        with a user name and password checked against it; MQTT 5 clients may
+        also use SCRAM-SHA-512 with the users of its $7$ lines. Setting it
+        makes allow_anonymous false unless that is set to true.""",
+    )
+    acl_file: str = option(
+        "",
+        values="a path, or empty",
+        help="""Mosquitto ACL file (topic/pattern/user lines, %c and %u in
+        patterns, the anonymous section first). Applied to SUBSCRIBE (refused
+        with 0x80, MQTT 5 0x87), PUBLISH and Wills (MQTT 5 PUBACK/PUBREC 0x87;
+        MQTT 3 acknowledged and dropped), and to existing subscriptions when it
+        is reloaded. Empty: every client may publish and subscribe anywhere
+        (but into $SYS).""",
+    )
     scram_credentials_file: str = option(
         "",
         values="a path, or empty",
-        help="""File of SCRAM credentials (salted, never plain text; add users with
-        actorbroker passwd FILE USER). With it, MQTT 5 clients may authenticate
-        with the methods SCRAM-SHA-256 and SCRAM-SHA-512 (AUTH exchange,
-        re-authentication included), and clients of every version with a user
-        name and password checked against it. Empty: no enhanced authentication
-        (a client asking for it gets 0x8C, bad authentication method).""",
+        help="""File of SCRAM credentials (salted, never plain text; actorbroker
+        passwd --format scram FILE USER). Its users may authenticate with
+        SCRAM-SHA-256 and SCRAM-SHA-512 (AUTH exchange, re-authentication
+        included) and with a user name and password; a user also in
+        password_file is checked against password_file. With neither file,
+        a client asking for enhanced authentication gets 0x8C, bad
+        authentication method.""",
     )
-    allow_anonymous: bool = option(
-        True,
+    allow_anonymous: bool | None = option(
+        None,
+        kind=bool,
+        default_doc="true without password_file, false with it (as Mosquitto 2)",
         help="""Whether clients that do not authenticate are accepted. When false,
-        only clients that pass SCRAM or whose user name and password match the
-        credentials file get in; others are refused with 0x87 (MQTT 3: 0x05),
-        as Mosquitto's allow_anonymous false.""",
+        only clients that pass SCRAM or whose user name and password match get
+        in; others are refused with 0x87 (MQTT 3: 0x05).""",
+    )
+    use_username_as_clientid: bool = option(
+        False,
+        help="""Take each client's user name as its client id (Mosquitto's option
+        of that name): a client cannot then pick another user's session. A
+        client without a user name is refused with 0x87 (MQTT 3: 0x05).""",
+    )
+    login_failure_delay: float = option(
+        1.0,
+        minimum=0.0,
+        maximum=30.0,
+        unit="seconds",
+        help="""How long a refused login waits before its CONNACK goes out (the
+        broker goes on serving meanwhile). Failed logins per source address are
+        also throttled: from the fifth failure on, the address is refused for 1 s,
+        doubled per failure up to 60 s, without its password being checked.""",
     )
 
     def __post_init__(self) -> None:
         check_section(self, "auth")
+
+    @property
+    def anonymous(self) -> bool:
+        """allow_anonymous as in force: false by default once a password file is set."""
+        if self.allow_anonymous is not None:
+            return self.allow_anonymous
+        return not self.password_file

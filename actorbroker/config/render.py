@@ -113,7 +113,7 @@ def _mosquitto_section() -> list[str]:
         "",
         "[auth]",
         "allow_anonymous = false",
-        'scram_credentials_file = "/etc/actorbroker/credentials"',
+        'password_file = "/etc/mosquitto/passwd"',
         "```",
     ]
     return out
@@ -135,7 +135,8 @@ def render_example() -> str:
         for name, spec in section.options():
             out += ["", *_comment(spec.help)]
             if spec.default_doc is not None:
-                out.append(f'# {name} = "..."  # default: {spec.default_doc}')
+                placeholder = '"..."' if spec.kind is str else "..."
+                out.append(f"# {name} = {placeholder}  # default: {spec.default_doc}")
             else:
                 out.append(f"{name} = {_default_literal(section, name, spec)}")
     return "\n".join(out) + "\n"

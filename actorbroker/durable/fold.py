@@ -247,6 +247,7 @@ class DurableState:
                 self._index(image, topic_filter, True)
         image.level = record.protocol_level
         image.expiry = record.expiry_interval
+        image.owner = record.username
         image.will = None  # the new connection brings its own (WillSet follows)
 
     def _disconnected(self, offset: int, record: SessionDisconnected) -> None:

@@ -58,13 +58,14 @@ class Flight(NamedTuple):
 class SessionImage:
     """One durable session as the log tells it (empty parts are None, to save RAM)."""
 
-    __slots__ = ("client_id", "connected", "expiry", "inbound", "inflight", "level", "queue",
-                 "since_us", "subs", "will")
+    __slots__ = ("client_id", "connected", "expiry", "inbound", "inflight", "level", "owner",
+                 "queue", "since_us", "subs", "will")
 
     def __init__(self, client_id: str) -> None:
         self.client_id = client_id
         self.level = 4
         self.expiry = 0
+        self.owner = ""  # the user name of its connections: whose session it is
         self.connected = False
         self.since_us = 0  # when it went offline, microseconds since the epoch
         self.subs: dict[str, tuple[int, int]] = {}  # filter -> (options byte, subscription id)

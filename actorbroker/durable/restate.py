@@ -70,8 +70,8 @@ def restate(state: DurableState, checkpoint_id: int, read: Callable[[int], Recor
 def restate_session(state: DurableState, image: SessionImage, ts: int) -> Iterator[Record]:
     """The restated records of one durable session."""
     cid = image.client_id
-    yield SessionConnected(cid, image.level, False, False, image.expiry, timestamp_us=ts,
-                           restated=True)
+    yield SessionConnected(cid, image.level, False, False, image.expiry,
+                           username=image.owner, timestamp_us=ts, restated=True)
     for topic_filter, (options, subscription_id) in image.subs.items():
         yield Subscribed(cid, topic_filter, options, subscription_id, timestamp_us=ts,
                          restated=True)

@@ -13,6 +13,7 @@ Imports the standard library, :mod:`actorbroker.codec` and
     effects = core.deliver(message, qos, now)    # Send, or queued, or Dropped
 """
 
+from .authorization import Grants, is_sys
 from .config import SessionConfig, coalesce
 from .connect import (
     Accepted,
@@ -22,6 +23,7 @@ from .connect import (
     Refused,
     check_connect,
     new_client_id,
+    refuse,
 )
 from .core import SessionCore
 from .effects import (
@@ -37,6 +39,7 @@ from .effects import (
     Reauthenticate,
     RequestSubscribe,
     RequestUnsubscribe,
+    RevokeSubscriptions,
     Route,
     Send,
     SetKeepAlive,
@@ -51,6 +54,8 @@ from .queue import QueuePolicy
 from .quota import PublishQuota, TokenBucket
 
 __all__ = [
+    "Grants",
+    "is_sys",
     "EXPIRY_TIMER",
     "Accepted",
     "AppMessage",
@@ -77,6 +82,7 @@ __all__ = [
     "Refused",
     "RequestSubscribe",
     "RequestUnsubscribe",
+    "RevokeSubscriptions",
     "Route",
     "SessionConfig",
     "SessionCore",
@@ -88,4 +94,5 @@ __all__ = [
     "check_connect",
     "coalesce",
     "new_client_id",
+    "refuse",
 ]

@@ -41,6 +41,7 @@ __all__ = [
     "Refused",
     "check_connect",
     "new_client_id",
+    "refuse",
 ]
 
 #: ``authenticate(client_id, connect)`` -> ACCEPTED or the return code to refuse with.
@@ -113,7 +114,8 @@ def new_client_id(prefix: str = "auto-") -> str:
     return prefix + uuid.uuid4().hex
 
 
-def _refuse(connect: Connect, code: ConnectReturnCode, reason: str) -> Refused:
+def refuse(connect: Connect, code: ConnectReturnCode, reason: str) -> Refused:
+    """The refusal with 3.x return ``code`` (MQTT 5: the reason code that says the same)."""
     level = connect.protocol_level
     wire = _V5_REASON[code] if level == 5 else code
     return Refused(code, reason, ConnAck(False, wire))
@@ -136,21 +138,21 @@ def _check_client_id(
     length = _utf8_length(client_id)
     if level == 3:
         if not 1 <= length <= policy.v31_max_client_id_length:
-            return _refuse(connect, _RC.IDENTIFIER_REJECTED,
+            return refuse(connect, _RC.IDENTIFIER_REJECTED,
                            f"MQTT 3.1 client identifier must be 1 to"
                            f" {policy.v31_max_client_id_length} characters, got {length}")
         return Accepted(client_id, False, connect)
     if length > policy.max_client_id_length:
-        return _refuse(connect, _RC.IDENTIFIER_REJECTED,
+        return refuse(connect, _RC.IDENTIFIER_REJECTED,
                        f"[MQTT-3.1.3-5] client identifier of {length} bytes is longer than"
                        f" the {policy.max_client_id_length} this broker accepts")
     if length:
         return Accepted(client_id, False, connect)
     if not policy.allow_empty_client_id:
-        return _refuse(connect, _RC.IDENTIFIER_REJECTED,
+        return refuse(connect, _RC.IDENTIFIER_REJECTED,
                        "[MQTT-3.1.3-6] zero-length client identifier not allowed here")
     if level == 4 and not connect.clean_start:
-        return _refuse(connect, _RC.IDENTIFIER_REJECTED,
+        return refuse(connect, _RC.IDENTIFIER_REJECTED,
                        "[MQTT-3.1.3-8] zero-length client identifier with Clean Session 0")
     return Accepted(make_id(), True, connect)
 
@@ -187,7 +189,7 @@ def check_connect(
     final client id.
     """
     if connect.protocol_level not in policy.protocol_levels:
-        return _refuse(connect, _RC.UNACCEPTABLE_PROTOCOL_VERSION,
+        return refuse(connect, _RC.UNACCEPTABLE_PROTOCOL_VERSION,
                        f"[MQTT-3.1.2-2] protocol level {connect.protocol_level} not served"
                        f" (served: {sorted(policy.protocol_levels)})")
     make_id = make_client_id or (lambda: new_client_id(policy.assigned_id_prefix))
@@ -200,6 +202,6 @@ def check_connect(
     if authenticate is not None:
         code = ConnectReturnCode(authenticate(decision.client_id, connect))
         if code is not _RC.ACCEPTED:
-            return _refuse(connect, code, f"authentication refused {decision.client_id!r}:"
+            return refuse(connect, code, f"authentication refused {decision.client_id!r}:"
                                           f" {code.name}")
     return decision

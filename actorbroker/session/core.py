@@ -71,6 +71,7 @@ from actorbroker.codec.reason_codes import DISCONNECT_CODES
 from actorbroker.codec.states import ConnectionState, next_state
 
 from . import lifecycle
+from .authorization import Grants
 from .config import SessionConfig, coalesce
 from .effects import (
     EXPIRY_TIMER,
@@ -80,6 +81,7 @@ from .effects import (
     Effect,
     EndSession,
     RequestUnsubscribe,
+    RevokeSubscriptions,
     Send,
     StartTimer,
 )
@@ -204,6 +206,7 @@ class SessionCore(OutboundRules, Mqtt5Rules):
         self.clean_session = connect.clean_start
         self.keepalive = connect.keepalive
         self.will = connect.will
+        self._inbox.v5 = connect.protocol_level == 5
         self._disconnect_received = self._closing = False
         self._inbox.quota.refill(now)  # each connection starts with its full burst
         if self.protocol_level == 5:
@@ -279,6 +282,25 @@ class SessionCore(OutboundRules, Mqtt5Rules):
         self._expiry_armed = True
         return [StartTimer(EXPIRY_TIMER, self.config.session_expiry)]
 
+    @property
+    def grants(self) -> Grants | None:
+        """The attached (or last attached) client's rights; None without an ACL."""
+        return self._inbox.acl
+
+    def authorize(self, grants: Grants | None) -> list[Effect]:
+        """Apply the rights of the attached client (None: no ACL) from now on.
+
+        Called after :meth:`attach` and whenever the ACL is reloaded:
+        PUBLISH and SUBSCRIBE are checked against ``grants``, and the
+        subscriptions it no longer allows are removed (``RevokeSubscriptions``:
+        the actor removes them from the registry, and journals it).
+        """
+        self._inbox.acl = grants
+        if grants is None:
+            return []
+        revoked = self._book.revoke(self._unreadable)
+        return [RevokeSubscriptions(revoked)] if revoked else []
+
     def on_timer(self, name: str, now: float) -> list[Effect]:
         """A timer the core asked for fired; stale firings are ignored."""
         if name == EXPIRY_TIMER:
@@ -315,7 +337,8 @@ class SessionCore(OutboundRules, Mqtt5Rules):
                 case Publish():
                     if self._link is not None:
                         return self._publish5(packet, now)
-                    return [self._inbox.publish(packet, now)]
+                    accepted = self._inbox.publish(packet, now)
+                    return [] if accepted is None else [accepted]
                 case PubAck() | PubRec() | PubComp():
                     packets, dropped = self._outbox.ack(packet, now, level=self.protocol_level)
                     return send_effects(self._outgoing(packets), dropped)

@@ -57,6 +57,7 @@ __all__ = [
     "Reauthenticate",
     "RequestSubscribe",
     "RequestUnsubscribe",
+    "RevokeSubscriptions",
     "Route",
     "Send",
     "SetKeepAlive",
@@ -148,6 +149,18 @@ class RequestUnsubscribe:
 
 @quick_init
 @dataclass(frozen=True, slots=True)
+class RevokeSubscriptions:
+    """Remove these filters of this client from the registry: the ACL no longer allows them.
+
+    Unlike a discard (``RequestUnsubscribe(None, ...)``) the session goes on:
+    deliveries of its other subscriptions stay valid.
+    """
+
+    topic_filters: tuple[str, ...]
+
+
+@quick_init
+@dataclass(frozen=True, slots=True)
 class StartTimer:
     """Arm (or re-arm) the timer ``name`` to fire ``delay`` seconds from now."""
 
@@ -225,4 +238,5 @@ class EndSession:
 Effect = (
     Send | Route | PublishWill | RequestSubscribe | RequestUnsubscribe | StartTimer
     | CancelTimer | Close | Dropped | EndSession | SetKeepAlive | HandBackShared | Reauthenticate
+    | RevokeSubscriptions
 )

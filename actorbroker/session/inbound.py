@@ -7,6 +7,12 @@ time and sequence number, spends a token of the client's publish quota
 :mod:`~.qos_inbound` (route on first receipt, PUBREC again for a retry).
 Its effects are ``Route`` (with the PUBACK/PUBREC owed once the message is
 accepted) or a ``Send`` of the repeated PUBREC.
+
+A PUBLISH the client may not make (a ``$SYS`` topic, or one its ACL does
+not let it write: :attr:`Inbox.acl`) is not routed: MQTT 5 answers QoS 1/2
+with PUBACK/PUBREC 0x87 (Not authorized); MQTT 3 has no such code, so the
+message is acknowledged as usual and dropped, as the spec allows
+([MQTT-3.3.5-2]); QoS 0 is dropped either way.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 from actorbroker.codec import ProtocolError, PubAck, PubComp, PubRec, Publish, ReasonCode
 from actorbroker.routing import TopicError, validate_topic_name
 
+from .authorization import Grants, is_sys
 from .config import SessionConfig
 from .effects import Route, Send
 from .message import AppMessage
@@ -26,7 +33,7 @@ __all__ = ["Inbox"]
 class Inbox:
     """Inbound PUBLISH rules of one session and its QoS 2 receiver state."""
 
-    __slots__ = ("client_id", "config", "qos2", "quota", "seq")
+    __slots__ = ("acl", "client_id", "config", "qos2", "quota", "seq", "v5")
 
     def __init__(self, client_id: str, config: SessionConfig) -> None:
         self.client_id = client_id
@@ -34,9 +41,20 @@ class Inbox:
         self.qos2 = InboundQoS2()
         self.seq = 0  # messages accepted so far
         self.quota = TokenBucket(config.publish_quota)
+        #: The connected client's rights (None: no ACL); set at each attach.
+        self.acl: Grants | None = None
+        self.v5 = False  # refusals carry reason code 0x87
 
-    def publish(self, packet: Publish, now: float) -> Route | Send:
-        """Accept ``packet``; raise ProtocolError if the broker must close the connection."""
+    def _forbidden(self, packet: Publish) -> Send | None:
+        """The answer to a PUBLISH the client may not make (see the module doc)."""
+        packet_id = packet.packet_id
+        if packet.qos == 0 or packet_id is None:
+            return None
+        code = ReasonCode.NOT_AUTHORIZED if self.v5 else ReasonCode.SUCCESS
+        return Send((PubAck(packet_id, code) if packet.qos == 1 else PubRec(packet_id, code),))
+
+    def publish(self, packet: Publish, now: float) -> Route | Send | None:
+        """Accept ``packet`` (None: dropped); raise ProtocolError if the broker must close."""
         try:
             validate_topic_name(packet.topic)
         except TopicError as exc:
@@ -60,6 +78,10 @@ class Inbox:
         packet_id = packet.packet_id
         if packet.qos and packet_id is None:
             raise ProtocolError("[MQTT-2.2.1-2] QoS > 0 PUBLISH without a packet identifier")
+        topic = packet.topic
+        if (self.acl is not None and not self.acl.may_publish(topic)) or (
+                topic[0] == "$" and is_sys(topic)):
+            return self._forbidden(packet)
         if packet.qos == 2 and packet_id is not None and not self.qos2.publish(packet_id):
             # [MQTT-4.3.3-9] (3.1.1: [MQTT-4.3.3-2]): a retry before PUBREL, not routed again.
             return Send((PubRec(packet_id),))

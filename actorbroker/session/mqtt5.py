@@ -69,7 +69,7 @@ from .link import Link
 from .message import AppMessage, Delivery5
 from .negotiation import connack_properties, negotiate_expiry, server_keep_alive, will_delay
 from .outbox import Outbox
-from .subscriptions import SubscribeConfirmed
+from .subscriptions import FAILURE, SubscribeConfirmed
 from .suboptions import Match, select
 
 __all__ = ["Mqtt5Rules"]
@@ -159,7 +159,8 @@ class Mqtt5Rules:
         accepted = link.accept(packet, self._inbox.qos2)
         if type(accepted) is not Publish:
             return [Send((accepted,))]
-        return [self._inbox.publish(accepted, now)]
+        routed = self._inbox.publish(accepted, now)
+        return [] if routed is None else [routed]
 
     def _auth5(self, packet: Auth) -> list[Effect]:
         link = self._link
@@ -180,7 +181,17 @@ class Mqtt5Rules:
         inner = sub.topic_filter if shared is None else shared.filter
         if not policy.wildcard_available and has_wildcards(inner):
             return ReasonCode.WILDCARD_SUBSCRIPTIONS_NOT_SUPPORTED
+        acl = self._inbox.acl
+        if acl is not None and not acl.may_subscribe(inner):
+            return ReasonCode.NOT_AUTHORIZED if self.protocol_level == 5 else FAILURE
         return None
+
+    def _unreadable(self, topic_filter: str) -> bool:
+        """True if the ACL in force does not allow a subscription to ``topic_filter``."""
+        acl = self._inbox.acl
+        shared = parse_shared(topic_filter) if self.protocol_level == 5 else None
+        inner = topic_filter if shared is None else shared.filter
+        return acl is not None and not acl.may_subscribe(inner)
 
     def _subscribe_refusal(self, subscription_id: int | None
                            ) -> Callable[[Subscription], int | None]:

@@ -258,6 +258,13 @@ class SubscriptionBook:
             codes.append(ReasonCode.SUCCESS if existed else ReasonCode.NO_SUBSCRIPTION_EXISTED)
         return UnsubAck(packet_id, tuple(codes) if level == 5 else ()), pending.reply and pending.keep
 
+    def revoke(self, refused: Callable[[str], bool]) -> tuple[str, ...]:
+        """Drop the granted subscriptions whose filter ``refused``; return their filters."""
+        filters = tuple(f for f in self._subs if refused(f))
+        for topic_filter in filters:
+            del self._subs[topic_filter]
+        return filters
+
     def restore(self, subscriptions: Iterable[Subscription]) -> None:
         """Take back granted subscriptions the registry holds (a restarted session)."""
         for sub in subscriptions:

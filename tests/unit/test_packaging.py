@@ -46,12 +46,13 @@ def _find(name: str) -> Requirement:
     raise AssertionError(f"{name} is not declared in setup.cfg")
 
 
-def test_the_broker_itself_needs_pykka_uvloop_dill_websockets_and_the_http_listeners_two(
+def test_the_broker_itself_needs_pykka_uvloop_dill_websockets_the_http_listeners_two_and_argon2(
         ) -> None:
     # websockets: the sans-IO WebSocket protocol of ws/wss listeners (no server of its own);
-    # aiohttp and prometheus-client: the operations HTTP listener (actorbroker.ops).
+    # aiohttp and prometheus-client: the operations HTTP listener (actorbroker.ops);
+    # argon2-cffi: the $argon2id$ entries of Mosquitto 2.1 password files.
     assert [r.name for r in _requirements()["install"]] == [
-        "pykka", "uvloop", "dill", "websockets", "aiohttp", "prometheus-client"]
+        "pykka", "uvloop", "dill", "websockets", "aiohttp", "prometheus-client", "argon2-cffi"]
 
 
 @pytest.mark.parametrize(("name", "refused", "accepted"), [

@@ -66,9 +66,10 @@ def test_broker_config_takes_every_option_by_its_name() -> None:
     for section in SECTIONS:
         part = getattr(defaults, section.name)
         part = part[0] if section.is_array else part
-        for name, _ in section.options():
+        for name, spec in section.options():
             value = getattr(part, name)
-            value = "elsewhere" if value is None else value  # data_dir
+            if value is None:  # data_dir, allow_anonymous: computed when unset
+                value = {str: "elsewhere", bool: True}[spec.kind]
             for key in (name, f"{section.name}_{name}"):
                 try:
                     built = getattr(broker_config(**{key: value}), section.name)

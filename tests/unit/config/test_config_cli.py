@@ -72,6 +72,19 @@ def test_check_config_loads_the_tls_files(tmp_path: Path) -> None:
     assert (result.returncode, result.stdout) == (0, "ok\n")
 
 
+def test_check_config_reads_the_password_and_acl_files(tmp_path: Path) -> None:
+    (tmp_path / "passwd").write_text("alice:plain-text\n")
+    (tmp_path / "acl").write_text("topic read a/#\n")
+    (tmp_path / "auth.toml").write_text('[auth]\npassword_file = "passwd"\nacl_file = "acl"\n')
+    result = _run([str(SCRIPT)], "check-config", "auth.toml", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout.startswith("auth.toml: [auth] passwd:1: user 'alice': not a Mosquitto "
+                                    "password hash"), result.stdout
+    (tmp_path / "passwd").write_text("")
+    result = _run([str(SCRIPT)], "check-config", "auth.toml", cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (0, "ok\n")
+
+
 def test_check_config_syntax_error_and_missing_file(tmp_path: Path) -> None:
     (tmp_path / "broken.toml").write_text("[limits]\nmax_qos = = 1\n")
     result = _run([str(SCRIPT)], "check-config", "broken.toml", cwd=tmp_path)

@@ -93,7 +93,11 @@ EXPECTED_DEFAULTS: dict[tuple[str, str], object] = {
     ("mqtt5", "server_reference"): "",
     ("mqtt5", "redirect"): "use_another_server",
     ("auth", "scram_credentials_file"): "",
-    ("auth", "allow_anonymous"): True,
+    ("auth", "password_file"): "",
+    ("auth", "acl_file"): "",
+    ("auth", "use_username_as_clientid"): False,
+    ("auth", "login_failure_delay"): 1.0,
+    ("auth", "allow_anonymous"): None,  # computed: see the test below
     ("http", "enabled"): False,
     ("http", "bind"): "127.0.0.1",
     ("http", "port"): 18083,
@@ -200,3 +204,11 @@ def test_a_config_without_listeners_is_allowed_in_code_only() -> None:
     assert bare.with_overrides(port=0).listeners == (ListenerConfig(port=0),)
     with pytest.raises(InvalidConfigError, match="listeners is empty"):
         loads("listeners = []\n")
+
+
+def test_allow_anonymous_follows_the_password_file_unless_set() -> None:
+    """As Mosquitto 2: anonymous clients are refused once a password file is set."""
+    assert Config().auth.allow_anonymous is None and Config().auth.anonymous is True
+    assert loads('[auth]\npassword_file = "p"\n').auth.anonymous is False
+    assert loads('[auth]\npassword_file = "p"\nallow_anonymous = true\n').auth.anonymous
+    assert not loads("[auth]\nallow_anonymous = false\n").auth.anonymous

@@ -1,0 +1,154 @@
+"""Actors layer: who may connect, as whom, with which client id and Will. Stdlib, codec, session, auth.
+
+The gateway asks :meth:`Login.check` for every CONNECT that passed the
+protocol checks (``session.check_connect``). In order:
+
+1. **Password** (a user file is configured and the CONNECT has a user
+   name): checked against the user store (``auth.Security``). An address
+   that failed too often is refused without a check (``auth.LoginThrottle``).
+   A failure is refused with 0x04 (MQTT 5: 0x86, bad user name or
+   password) *after* ``[auth] login_failure_delay`` (:attr:`Verdict.delay`:
+   the gateway schedules the CONNACK, the loop goes on) and logged with the
+   user name and address, never the password. An MQTT 5 CONNECT naming an
+   Authentication Method skips this: its exchange decides (``actors.auth``).
+2. **Anonymous**: a client that did not authenticate is refused with 0x05
+   (MQTT 5: 0x87) unless ``allow_anonymous``.
+3. ``use_username_as_clientid``: the client id becomes the user name (0x05
+   without one).
+4. **Will**: a Will topic in ``$SYS``, or one the ACL does not let the
+   client write, is dropped (logged): the client connects, its Will is
+   never published, as Mosquitto 2 does (it accepts the CONNECT and checks
+   the Will when publishing it; the test against Mosquitto compares both).
+5. **Ownership**: the client id's session belongs to another user
+   (``owners.Owners``): 0x05 (MQTT 5: 0x87).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from actorbroker.auth import LoginThrottle
+from actorbroker.codec import Connect, ConnectReturnCode
+from actorbroker.session import is_sys
+
+from .node import NodeSettings
+from .owners import Owners
+
+__all__ = ["Admitted", "Login", "Verdict"]
+
+log = logging.getLogger("actorbroker.auth")
+
+_RC = ConnectReturnCode
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A refusal: the 3.x return code (mapped for MQTT 5), a log line, a delay in seconds."""
+
+    code: ConnectReturnCode
+    reason: str
+    delay: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    """A client let in: its CONNECT (without a refused Will), client id and claim number
+    (0: an enhanced authentication claims the session once it succeeded)."""
+
+    connect: Connect
+    client_id: str
+    claim: int
+
+
+class Login:
+    """The CONNECT policy of one node (see the module doc); loop thread only."""
+
+    __slots__ = ("_settings", "_owners", "_clock", "throttle")
+
+    def __init__(self, settings: NodeSettings, owners: Owners, clock: Callable[[], float]) -> None:
+        self._settings = settings
+        self._owners = owners
+        self._clock = clock
+        self.throttle = LoginThrottle()
+
+    def admit(self, host: str, connect: Connect, client_id: str, *,
+              verified: bool = False) -> Admitted | Verdict:
+        """Steps 1 to 5 for a CONNECT from ``host`` that passed the protocol checks
+        (``verified``: its user name is a client certificate's, which the TLS listener
+        verified: no password to check)."""
+        verdict = None if verified else self.authenticate(host, connect)
+        if verdict is not None:
+            return verdict
+        named = self.client_id(connect, client_id)
+        if isinstance(named, Verdict):
+            return named
+        refusal = self.will_refusal(connect, named)
+        if refusal is not None:
+            log.info("client %r from %s: Will dropped: %s", named[:64], host, refusal)
+            connect = dataclasses.replace(connect, will=None)
+        if connect.protocol_level == 5 and connect.properties.authentication_method:
+            return Admitted(connect, named, 0)
+        claim = self.claim(named, connect)
+        if isinstance(claim, Verdict):
+            return claim
+        return Admitted(connect, named, claim)
+
+    def authenticate(self, host: str, connect: Connect) -> Verdict | None:
+        """Steps 1 and 2: None if the client may log in."""
+        settings = self._settings
+        security = settings.security
+        enhanced = connect.protocol_level == 5 and connect.properties.authentication_method
+        if enhanced:
+            return None
+        if security is not None and security.has_users and connect.username is not None:
+            user = connect.username[:64]  # a name of up to 64 KiB must not fill the log
+            now = self._clock()
+            delay = settings.login_failure_delay
+            if self.throttle.blocked(host, now):  # not counted: a retry must not extend it
+                return Verdict(_RC.BAD_USER_NAME_OR_PASSWORD,
+                               f"login of user {user!r} refused: too many failed "
+                               f"logins from {host}", delay)
+            if security.check_password(connect.username, connect.password or b""):
+                self.throttle.succeeded(host)
+                return None
+            self.throttle.failed(host, now)
+            log.warning("failed login for user %r from %s", user, host)
+            return Verdict(_RC.BAD_USER_NAME_OR_PASSWORD,
+                           f"bad user name or password for user {user!r}", delay)
+        if settings.allow_anonymous:
+            return None
+        return Verdict(_RC.NOT_AUTHORIZED, "anonymous clients are not allowed "
+                                           "([auth] allow_anonymous)")
+
+    def client_id(self, connect: Connect, client_id: str) -> str | Verdict:
+        """Step 3: the client id the session takes."""
+        if not self._settings.use_username_as_clientid:
+            return client_id
+        if connect.username is None:
+            return Verdict(_RC.NOT_AUTHORIZED, "use_username_as_clientid: a user name is needed")
+        return connect.username
+
+    def will_refusal(self, connect: Connect, client_id: str) -> str | None:
+        """Step 4: why the CONNECT's Will may not be published (None: it may, or none)."""
+        will = connect.will
+        if will is None:
+            return None
+        if is_sys(will.topic):
+            return f"Will topic {will.topic[:80]!r}: only the broker publishes to $SYS"
+        security = self._settings.security
+        acl = None if security is None else security.acl
+        if acl is not None and not acl.for_client(connect.username, client_id).may_publish(
+                will.topic):
+            return f"Will topic {will.topic[:80]!r} not writable for this client (acl_file)"
+        return None
+
+    def claim(self, client_id: str, connect: Connect) -> int | Verdict:
+        """Step 5: the claim number of the session for the CONNECT's user, or the refusal."""
+        claim = self._owners.claim(client_id, connect.username or "")
+        if claim is None:
+            return Verdict(_RC.NOT_AUTHORIZED, f"client id {client_id[:64]!r} belongs to "
+                                               "another user's session")
+        return claim

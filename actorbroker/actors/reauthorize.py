@@ -1,0 +1,39 @@
+"""Actors layer: the ``auth files`` reload of a running node. Stdlib, pykka, auth.
+
+:func:`reload_auth_files` reads the password, SCRAM and ACL files again
+(``auth.Security.reload``: all or nothing, AuthError keeps the old ones in
+force) and, with an ACL, tells every session actor ``Reauthorize``: each
+re-checks its client's subscriptions against the new rules (revoking what
+they no longer grant) and checks its next PUBLISH and SUBSCRIBE by them. A
+hibernated session (a ``Sleeping`` placeholder, no actor) is checked when
+its client connects again. The broker runs it on SIGHUP and when the files
+change (``actorbroker/reload.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pykka import ActorDeadError
+
+from .keeper import Sleeping
+from .messages import Reauthorize
+from .node import Node
+
+__all__ = ["reload_auth_files"]
+
+
+def reload_auth_files(node: Node) -> str:
+    """Reload the node's user and ACL files (loop thread); what was loaded, for the log."""
+    security = node.settings.security
+    assert security is not None
+    loaded = security.reload()
+    if security.acl_file:
+        refs: list[Any] = list(node.names.sessions.values())
+        for ref in refs:
+            if type(ref) is not Sleeping:
+                try:
+                    ref.tell(Reauthorize())
+                except ActorDeadError:
+                    pass  # it stopped meanwhile: its successor takes the ACL at its attach
+    return "; ".join(loaded)

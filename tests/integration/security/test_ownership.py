@@ -1,0 +1,120 @@
+"""A session belongs to the user who made it (the hijack of issue 17): bob, with a valid
+password, connecting with alice's client id gets nothing of hers, before and after a
+restart; use_username_as_clientid; the owner is let go when the session ends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mqtt_testkit import broker_config
+from security_kit import login, write_users
+
+from actorbroker.actors.durable_messages import StorageStatus
+from actorbroker.app import Broker, RunningBroker
+from actorbroker.codec import PubAck, Publish, ReasonCode, SubAck, Subscribe, Subscription
+from actorbroker.config import Config
+from actorbroker.durable.snapshot import SNAPSHOT_NAME
+
+
+def _config(tmp_path: Path, **options: object) -> Config:
+    users = write_users(tmp_path / "passwd", {"alice": "a", "bob": "b", "carol": "c"})
+    return broker_config(tmp_path, password_file=str(users), login_failure_delay=0.0,
+                         **options)
+
+
+def _alice_with_three_queued(broker: RunningBroker) -> None:
+    alice, ok = login(broker.host, broker.port, "alice-phone", "alice", "a", clean=False)
+    assert ok.reason_code == 0
+    alice.send(Subscribe(1, (Subscription("alice/private", 1),)))
+    assert alice.recv() == SubAck(1, (1,))
+    alice.disconnect()
+    carol, _ = login(broker.host, broker.port, "carol", "carol", "c")
+    for n in (1, 2, 3):
+        carol.send(Publish("alice/private", f"secret {n}".encode(), 1, packet_id=n))
+        assert carol.recv() == PubAck(n)
+    carol.disconnect()
+
+
+def _bob_is_refused(broker: RunningBroker) -> None:
+    bob, refused = login(broker.host, broker.port, "alice-phone", "bob", "b", clean=False)
+    assert refused.reason_code == 0x05 and not refused.session_present
+    bob.expect_closed()
+    bob5, refused5 = login(broker.host, broker.port, "alice-phone", "bob", "b", level=5,
+                           clean=False)
+    assert refused5.reason_code == ReasonCode.NOT_AUTHORIZED
+    bob5.expect_closed()
+
+
+def _alice_gets_her_three(broker: RunningBroker) -> None:
+    alice, ok = login(broker.host, broker.port, "alice-phone", "alice", "a", clean=False)
+    assert ok.reason_code == 0 and ok.session_present
+    got = [alice.recv() for _ in range(3)]
+    assert [p.payload for p in got if isinstance(p, Publish)] == [
+        b"secret 1", b"secret 2", b"secret 3"]
+    alice.close()
+
+
+@pytest.mark.parametrize("restart", ["snapshot", "log", "checkpoint"])
+def test_the_hijack_is_refused_before_and_after_a_restart(tmp_path: Path, restart: str) -> None:
+    """The owner comes back from the snapshot, from the log's SessionConnected records, or
+    from a checkpoint's restated ones (the snapshot removed for the last two)."""
+    config = _config(tmp_path, checkpoint_bytes=1 if restart == "checkpoint" else 0)
+    with Broker.run_in_thread(config) as broker:
+        _alice_with_three_queued(broker)
+        _bob_is_refused(broker)
+        if restart == "checkpoint":
+            assert _status(broker)["checkpoint"] is not None
+    if restart != "snapshot":
+        (Path(config.node.data_dir or "") / SNAPSHOT_NAME).unlink()
+    with Broker.run_in_thread(config) as broker:
+        _bob_is_refused(broker)
+        _alice_gets_her_three(broker)
+        _bob_is_refused(broker)  # still hers, connected or not
+
+
+def _status(broker: RunningBroker) -> dict[str, Any]:
+    storage = broker.node.refs.storage
+    assert storage is not None
+    figures: dict[str, Any] = storage.ask(StorageStatus(), timeout=10)
+    return figures
+
+
+def test_a_clean_session_lets_its_client_id_go(tmp_path: Path) -> None:
+    with Broker.run_in_thread(_config(tmp_path)) as broker:
+        alice, ok = login(broker.host, broker.port, "shared-id", "alice", "a")
+        assert ok.reason_code == 0
+        bob, refused = login(broker.host, broker.port, "shared-id", "bob", "b")
+        assert refused.reason_code == 0x05  # hers while it lasts
+        alice.disconnect()
+        # Once her clean session has ended, the id is free (its actor ends it: poll).
+        broker.wait_until(lambda _: broker.call(
+            lambda: broker.node.owners.owner("shared-id")) is None)
+        bob, ok = login(broker.host, broker.port, "shared-id", "bob", "b")
+        assert ok.reason_code == 0
+        bob.close()
+
+
+def test_use_username_as_clientid(tmp_path: Path) -> None:
+    with Broker.run_in_thread(_config(tmp_path, use_username_as_clientid=True)) as broker:
+        bob, ok = login(broker.host, broker.port, "alice", "bob", "b", clean=False)
+        assert ok.reason_code == 0
+        bob.send(Subscribe(1, (Subscription("x", 1),)))
+        assert bob.recv() == SubAck(1, (1,))
+        assert broker.call(lambda: set(broker.node.names.sessions)) == {"bob"}
+        bob.close()
+        anonymous, refused = login(broker.host, broker.port, "c")
+        assert refused.reason_code == 0x05
+
+
+def test_unchecked_user_names_do_not_own_sessions(tmp_path: Path) -> None:
+    """Without a user file anyone may send any user name: it does not tie the session."""
+    with Broker.run_in_thread(broker_config(tmp_path)) as broker:
+        first, ok = login(broker.host, broker.port, "dev", "x", "p", clean=False)
+        assert ok.reason_code == 0
+        first.disconnect()
+        second, ok = login(broker.host, broker.port, "dev", "y", "q", clean=False)
+        assert ok.reason_code == 0 and ok.session_present
+        second.close()

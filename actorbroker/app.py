@@ -72,7 +72,7 @@ from actorbroker.errors import AuthError, ConfigError
 from actorbroker.logbudget import LineBudget
 from actorbroker.reload import Reloader
 from actorbroker.startup import BrokerStartError, Preflight, held_tracebacks, preflight, root_cause
-from actorbroker.ops import HttpListener, ListenerView, OpsContext, Sampler, open_http
+from actorbroker.ops import HttpListener, ListenerView, OpsContext, Sampler, dump, open_http
 from actorbroker.transport import (
     OverloadGuard,
     StatsTotal,
@@ -457,6 +457,7 @@ def serve(config: Config, config_file: str | None = None) -> int:
 
     SIGHUP reloads (:meth:`Broker.reload`): the log level from ``config_file``
     (when the broker was started with one), the password and ACL files.
+    SIGUSR1 logs the supervision tree and the busiest mailboxes (actorbroker.ops.dump).
     """
     async def main() -> int:
         loop = asyncio.get_running_loop()
@@ -474,10 +475,21 @@ def serve(config: Config, config_file: str | None = None) -> int:
             else:
                 log.info("SIGHUP during the start: nothing reloaded")
 
+        def on_usr1() -> None:
+            root = started[0].root if started else None
+            if root is None:
+                log.info("SIGUSR1 during the start: no tree to dump yet")
+                return
+            # The walk awaits the supervisors' answers: a task, so that the handler returns.
+            dumps.add(task := loop.create_task(dump(root, "SIGUSR1")))
+            task.add_done_callback(dumps.discard)
+
+        dumps: set[asyncio.Task[list[str]]] = set()  # held: the loop keeps weak refs only
         # Before starting: a signal that arrives during the start stops the broker after it.
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, on_signal, sig)
         loop.add_signal_handler(signal.SIGHUP, on_hangup)
+        loop.add_signal_handler(signal.SIGUSR1, on_usr1)
         try:
             broker = Broker(config)  # AuthError: the credentials file cannot be used
             if config_file is not None:

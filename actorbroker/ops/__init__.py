@@ -10,7 +10,8 @@ below the app imports this package. See docs/operations.md.
 from __future__ import annotations
 
 from .context import ListenerView, OpsContext
+from .dump import dump
 from .sampler import Sampler
 from .server import HttpListener, open_http
 
-__all__ = ["HttpListener", "ListenerView", "OpsContext", "Sampler", "open_http"]
+__all__ = ["HttpListener", "ListenerView", "OpsContext", "Sampler", "dump", "open_http"]

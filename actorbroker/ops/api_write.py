@@ -5,6 +5,7 @@
     DELETE /api/v1/retained/{topic}      clear a retained message
     POST   /api/v1/actors/{path}/kill    crash an actor: its supervisor restarts it
     PUT    /api/v1/log/level             {"level": "debug", "logger": "actorbroker.session"}
+    POST   /api/v1/dump                  log the supervision tree and busiest mailboxes (as SIGUSR1)
 
 An action goes the way the broker would go itself: a kick closes the
 connection as the transport does (the session sees ``ConnectionLost``, the
@@ -37,6 +38,7 @@ from supervisors import crash
 
 from .api_read import ApiError, registry_actor, session_actor
 from .context import OpsContext
+from .dump import dump
 from .tree import find, walk
 
 __all__ = ["add_routes", "wait_for"]
@@ -160,6 +162,13 @@ async def _log_level(request: web.Request) -> dict[str, Any]:
     return {"logger": name, "level": level.lower(), "previous": previous}
 
 
+async def _dump(ctx: OpsContext) -> dict[str, Any]:
+    root = ctx.root()
+    if root is None:
+        raise ApiError(503, "the broker is not running")
+    return {"logged": await dump(root, "admin API")}
+
+
 def add_routes(router: web.UrlDispatcher, ctx: OpsContext) -> None:
     """Register the actions on ``router``."""
 
@@ -185,4 +194,8 @@ def add_routes(router: web.UrlDispatcher, ctx: OpsContext) -> None:
     router.add_delete("/api/v1/sessions/{id}", delete_session)
     router.add_delete("/api/v1/retained/{topic:.+}", delete_retained)
     router.add_post("/api/v1/actors/{name:.+}/kill", kill)
+    async def dump_tree(request: web.Request) -> web.Response:
+        return web.json_response(await _dump(ctx))
+
     router.add_put("/api/v1/log/level", log_level)
+    router.add_post("/api/v1/dump", dump_tree)

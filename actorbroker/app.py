@@ -70,6 +70,7 @@ from actorbroker.actors.reauthorize import reload_auth_files
 from actorbroker.config import Config, ListenerConfig, load
 from actorbroker.errors import AuthError, ConfigError
 from actorbroker.logbudget import LineBudget
+from actorbroker.logsetup import apply_levels
 from actorbroker.reload import Reloader
 from actorbroker.startup import BrokerStartError, Preflight, held_tracebacks, preflight, root_cause
 from actorbroker.ops import HttpListener, ListenerView, OpsContext, Sampler, dump, open_http
@@ -452,11 +453,13 @@ class RunningBroker:
             done.wait(poll)
 
 
-def serve(config: Config, config_file: str | None = None) -> int:
+def serve(config: Config, config_file: str | None = None, *, keep_level: bool = False) -> int:
     """Run the broker until SIGTERM or SIGINT; 0 after an orderly stop, 1 on failure.
 
-    SIGHUP reloads (:meth:`Broker.reload`): the log level from ``config_file``
-    (when the broker was started with one), the password and ACL files.
+    SIGHUP reloads (:meth:`Broker.reload`): ``[log] level`` (unless
+    ``keep_level``: given on the command line) and ``levels`` from
+    ``config_file`` (when the broker was started with one), the password and
+    ACL files.
     SIGUSR1 logs the supervision tree and the busiest mailboxes (actorbroker.ops.dump).
     """
     async def main() -> int:
@@ -493,7 +496,8 @@ def serve(config: Config, config_file: str | None = None) -> int:
         try:
             broker = Broker(config)  # AuthError: the credentials file cannot be used
             if config_file is not None:
-                broker.reloads.add("log level", partial(_reload_log_level, config_file))
+                keep = config.log.level if keep_level else None
+                broker.reloads.add("log level", partial(_reload_log_level, config_file, keep))
             with held_tracebacks(show=config.log.level == "debug"):
                 await broker.start()
         except (BrokerStartError, AuthError) as exc:
@@ -518,11 +522,14 @@ def serve(config: Config, config_file: str | None = None) -> int:
     return run(main())
 
 
-def _reload_log_level(config_file: str) -> str:
-    """The ``[log] level`` of ``config_file`` in force (ConfigError: the file is not valid)."""
+def _reload_log_level(config_file: str, keep: str | None) -> str:
+    """``[log] level`` (or ``keep``) and ``levels`` of ``config_file`` in force
+    (ConfigError: the file is not valid, and nothing changes)."""
     try:
-        level = load(config_file).log.level
+        section = load(config_file).log
     except ConfigError as exc:
         raise ConfigError(f"{config_file}: {exc}") from None
-    logging.getLogger().setLevel(getattr(logging, level.upper()))
-    return f"log level {level} (from {config_file})"
+    level = keep or section.level
+    named = apply_levels(level, section.levels)
+    own = "; " + ", ".join(f"{n} {section.levels[n]}" for n in named) if named else ""
+    return f"log level {level}{own} (from {config_file})"

@@ -25,7 +25,6 @@ import getpass
 import logging
 import os
 import sys
-import time
 from collections.abc import Iterable
 from typing import TextIO
 
@@ -33,6 +32,7 @@ from actorbroker import __version__
 from actorbroker import ctl
 from actorbroker.config import SERVE_DATA_DIR, Config, check, describe, load
 from actorbroker.errors import ConfigError, InvalidConfigError
+from actorbroker.logsetup import configure as configure_logging
 from actorbroker.pipeline.commands import add_parser as add_pipeline_parser
 from actorbroker.pipeline.commands import run as run_pipeline
 
@@ -110,30 +110,15 @@ def _serve(args: argparse.Namespace) -> int:
         return 1
     if config.node.data_dir is None:  # a server keeps its state unless told otherwise
         config = config.with_overrides(data_dir=SERVE_DATA_DIR)
-    configure_logging(config.log.level)
+    configure_logging(config.log.level, config.log.format, config.log.levels)
     log = logging.getLogger("actorbroker")
     log.info("actorbroker %s starting", __version__)
     for line in describe(config):
         log.info("  %s", line)
     from actorbroker.app import serve  # the broker proper: loaded only to serve
 
-    # SIGHUP takes the file's [log] level again, unless --log-level overrides the file.
-    return serve(config, args.config if args.log_level is None else None)
-
-
-class _UtcFormatter(logging.Formatter):
-    """ISO 8601 times in UTC with a Z, so that lines from hosts in other zones compare."""
-
-    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
-        return f"{stamp}.{int(record.msecs):03d}Z"
-
-
-def configure_logging(level: str) -> None:
-    """Readable lines on stderr: time (UTC), level, logger, message."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_UtcFormatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
-    logging.basicConfig(level=getattr(logging, level.upper()), handlers=[handler])
+    # SIGHUP takes the file's [log] level and levels again; --log-level keeps the level.
+    return serve(config, args.config, keep_level=args.log_level is not None)
 
 
 def _check_config(args: argparse.Namespace) -> int:

@@ -92,7 +92,7 @@ from .faults import CrashForTest, crash_for_test
 from .node import Node
 from .publish_route import PublishRouter
 from .session5 import Mqtt5Session
-from .session_conn import ConnectionLifecycle, peer
+from .session_conn import ConnectionLifecycle, about, peer
 from .session_durable import DurableSession
 from .session_output import SessionOutput
 from .session_retry import Retransmit, Retransmitting
@@ -202,7 +202,7 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
             self._names.online.discard(self.client_id)
             self._metrics.disconnected()
             log.info("client %s disconnected from %s: %s", shown(self.client_id), peer(conn),
-                     reason)
+                     reason, extra=about(self.client_id, conn))
             conn.close(reason=reason)
 
     def _retire(self) -> None:

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from actorbroker.auth import ClientAcl
-from actorbroker.codec import ConnAck, Packet, protocol_name, shown
+from actorbroker.codec import SHOWN_LENGTH, ConnAck, Packet, protocol_name, shown
 from actorbroker.messages import ConnectionLost, Drained
 from actorbroker.session import Effect, Send, SessionCore, SessionState
 
@@ -54,6 +54,13 @@ def peer(conn: Any) -> str:
     """``host:port`` of a connection's peer, for the log."""
     host, port = conn.peer
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def about(client_id: str, conn: Any) -> dict[str, str]:
+    """The ``extra`` of a log line about one client (JSON lines show it as keys of their
+    own, actorbroker/logsetup.py): its id, cut as in messages, and its peer."""
+    cut = client_id if len(client_id) <= SHOWN_LENGTH else shown(client_id)
+    return {"client_id": cut, "peer": peer(conn)}
 
 
 class ConnectionLifecycle:
@@ -117,7 +124,8 @@ class ConnectionLifecycle:
         old = self._conn
         if old is not None:
             log.info("client %s disconnected from %s: taken over by a new connection from %s"
-                     " [MQTT-3.1.4-2]", shown(self.client_id), peer(old), peer(conn))
+                     " [MQTT-3.1.4-2]", shown(self.client_id), peer(old), peer(conn),
+                     extra=about(self.client_id, old))
             self._close_reason = None
             self._run(self._core.take_over(now))  # closes the old connection, maybe its Will
             self._conn = None
@@ -138,7 +146,8 @@ class ConnectionLifecycle:
                  connect.clean_start, connect.keepalive,
                  "" if connect.username is None else f", user {connect.username!r}",
                  ", id assigned" if attach.assigned else "",
-                 ", session resumed" if _session_present(effects) else "")
+                 ", session resumed" if _session_present(effects) else "",
+                 extra=about(self.client_id, conn))
         durability = self._durability
         if durability is not None:
             durability.attached(connect, self._core, peer(conn), now)
@@ -173,7 +182,8 @@ class ConnectionLifecycle:
             self._metrics.disconnected()
         reason = self._close_reason or message.reason
         self._close_reason = None
-        log.info("client %s disconnected from %s: %s", shown(self.client_id), peer(conn), reason)
+        log.info("client %s disconnected from %s: %s", shown(self.client_id), peer(conn), reason,
+                 extra=about(self.client_id, conn))
         if durability is not None:  # held for the commit log: this connection never gets them
             self._unwritten(durability.held_for(conn))
         effects = self._core.detach(self._now())

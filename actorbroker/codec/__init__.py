@@ -37,7 +37,7 @@ from .packets import (
     Will,
     protocol_name,
 )
-from .printable import shown
+from .printable import SHOWN_LENGTH, shown
 from .properties import NO_PROPERTIES, Properties, PropertyId
 from .reason_codes import ConnectReturnCode, ReasonCode
 from .topics import validate_topic_filter, validate_topic_name
@@ -47,6 +47,7 @@ __all__ = [
     "MAX_PACKET_SIZE",
     "NO_PROPERTIES",
     "PROTOCOL_LEVELS",
+    "SHOWN_LENGTH",
     "Auth",
     "ConnAck",
     "Connect",

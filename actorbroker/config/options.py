@@ -24,7 +24,8 @@ _METADATA_KEY = "actorbroker.option"
 class Option:
     """Help text and constraints of one option.
 
-    ``kind`` is the Python type of the field (str, int, float or bool).
+    ``kind`` is the Python type of the field (str, int, float or bool; dict
+    for a table and list for an array, whose ``extra`` checks their items).
     ``minimum``/``maximum`` bound numbers inclusively, ``above`` exclusively;
     ``choices`` lists the accepted values; ``not_yet`` lists values that a
     later release will accept (refused with "not supported yet"); ``zero``
@@ -140,7 +141,8 @@ def option_of(field: dataclasses.Field[Any]) -> Option:
 
 
 def toml_kind_name(kind: type) -> str:
-    return {str: "string", int: "integer", float: "float", bool: "boolean"}[kind]
+    return {str: "string", int: "integer", float: "float", bool: "boolean", dict: "table",
+            list: "array"}[kind]
 
 
 def toml_type_name(value: object) -> str:
@@ -169,9 +171,21 @@ def toml_literal(value: object) -> str:
     if isinstance(value, str):
         escaped = value.replace("\\", "\\\\").replace('"', '\\"')
         return f'"{escaped}"'
+    if isinstance(value, dict):
+        items = ", ".join(f"{_key(k)} = {toml_literal(v)}" for k, v in value.items())
+        return f"{{ {items} }}" if items else "{}"
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_literal(v) for v in value) + "]"
     if isinstance(value, float):
         return repr(value) if value == value and abs(value) != float("inf") else str(value)
     return str(value)
+
+
+def _key(name: object) -> str:
+    """A TOML key: bare when it can be, quoted otherwise (a dotted logger name)."""
+    text = str(name)
+    bare = text and all(c.isalnum() or c in "_-" for c in text)
+    return text if bare else toml_literal(text)
 
 
 def _describe(value: object) -> str:

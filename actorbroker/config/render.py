@@ -29,6 +29,8 @@ def _default_literal(section: Section, name: str, spec: Option) -> str:
     if spec.default_doc is not None:
         return spec.default_doc
     field = next(f for f in dataclasses.fields(section.cls) if f.name == name)
+    if field.default_factory is not dataclasses.MISSING:  # a table or an array
+        return toml_literal(field.default_factory())
     return toml_literal(field.default)
 
 

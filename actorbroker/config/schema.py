@@ -18,6 +18,7 @@ from actorbroker.errors import ConfigError, InvalidConfigError
 from .checks import address, check_section, host_name, node_name, not_empty
 from .http import HttpConfig
 from .listeners import check_listener, websocket_path
+from .log import LogConfig
 from .mqtt5 import AuthConfig, Mqtt5Config
 from .options import Option, option, option_of
 from .storage import RetryConfig, StorageConfig
@@ -77,21 +78,6 @@ class NodeConfig:
 
     def __post_init__(self) -> None:
         check_section(self, "node")
-
-
-@dataclass(frozen=True, slots=True)
-class LogConfig:
-    """Logging."""
-
-    level: str = option(
-        "info",
-        choices=("debug", "info", "warning", "error"),
-        help="""Least severe level that is logged: "debug" logs the most,
-        "error" only failures.""",
-    )
-
-    def __post_init__(self) -> None:
-        check_section(self, "log")
 
 
 @dataclass(frozen=True, slots=True)

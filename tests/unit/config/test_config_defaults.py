@@ -28,6 +28,9 @@ EXPECTED_DEFAULTS: dict[tuple[str, str], object] = {
     # None: `actorbroker serve` uses ./data, a broker embedded in code keeps it all in memory.
     ("node", "data_dir"): None,
     ("log", "level"): "info",
+    ("log", "format"): "text",
+    ("log", "levels"): {},
+    ("log", "trace"): [],
     ("listeners", "type"): "tcp",
     ("listeners", "bind"): "127.0.0.1",
     ("listeners", "port"): 1883,
@@ -136,7 +139,8 @@ def test_sections_are_frozen_slotted_dataclasses() -> None:
 
 
 def test_every_option_has_help_and_a_kind_matching_its_annotation() -> None:
-    kinds = {"str": str, "int": int, "float": float, "bool": bool}
+    kinds = {"str": str, "int": int, "float": float, "bool": bool, "dict[str, str]": dict,
+             "list[str]": list}
     for section in SECTIONS:
         annotations = {f.name: f.type for f in dataclasses.fields(section.cls)}
         for name, spec in section.options():

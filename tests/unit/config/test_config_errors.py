@@ -203,3 +203,32 @@ def test_unreadable_and_undecodable_files(tmp_path: Path) -> None:
     latin = tmp_path / "latin.toml"
     latin.write_bytes(b'[node]\n# caf\xe9\nname = "x"\n')
     assert [(e.line, e.message) for e in check(latin)] == [(2, "the file is not valid UTF-8")]
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('[log]\nlevels = { "a b" = "debug" }\n',
+     "log.levels has 'a b', which is not a logger name such as actorbroker.session"),
+    ('[log]\nlevels = { "actorbroker" = "loud" }\n',
+     "log.levels gives actorbroker the level 'loud': it must be \"debug\", \"info\", "
+     "\"warning\" or \"error\""),
+    ('[log]\nlevels = { "actorbroker" = 10 }\n', "log.levels gives actorbroker the level 10"),
+    ("[log]\nlevels = []\n", "log.levels must be a table, not an array"),
+    ('[log]\ntrace = ["ok-*", 1]\n',
+     "log.trace must hold client id patterns (non-empty strings), not 1"),
+    ('[log]\ntrace = [""]\n', "log.trace must hold client id patterns (non-empty strings)"),
+    ('[log]\ntrace = "a*"\n', 'log.trace must be an array, not a string ("a*")'),
+    ('[log]\nformat = "xml"\n', 'log.format must be "text" or "json", not "xml"'),
+])
+def test_log_tables_and_arrays_are_checked_inside(text: str, message: str) -> None:
+    with pytest.raises(InvalidConfigError) as refused:
+        loads(text, source="b.toml")
+    [error] = refused.value.errors
+    assert error.line == 2 and message in str(error)
+
+
+def test_log_tables_and_arrays_accepted() -> None:
+    config = loads('[log]\nformat = "json"\nlevels = { "actorbroker.session" = "debug" }\n'
+                   'trace = ["sensor-*", "debug?"]\n')
+    assert config.log.format == "json"
+    assert config.log.levels == {"actorbroker.session": "debug"}
+    assert config.log.trace == ["sensor-*", "debug?"]

@@ -75,6 +75,7 @@ from actorbroker.reload import Reloader
 from actorbroker.startup import BrokerStartError, Preflight, held_tracebacks, preflight, root_cause
 from actorbroker.ops import HttpListener, ListenerView, OpsContext, Sampler, dump, open_http
 from actorbroker.transport import (
+    ConnectionSettings,
     OverloadGuard,
     StatsTotal,
     TransportStats,
@@ -259,8 +260,11 @@ class Broker:
 
     async def _open(self, listener: ListenerConfig, gateway: SessionGateway,
                     prepared: Preflight, index: int) -> ListenerHandle:
+        settings = ConnectionSettings.from_limits(self.config.limits,
+                                                  trace=tuple(self.config.log.trace))
         handle: ListenerHandle = await start_listener(listener, self.config.limits, gateway,
                                                       self.listener_stats[index],
+                                                      settings=settings,
                                                       sockets=prepared.take(index),
                                                       guard=self._guard)
         reference = self.settings.server_reference

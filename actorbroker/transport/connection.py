@@ -53,6 +53,7 @@ from .overload import OverloadGuard
 from .settings import ConnectionSettings
 from .stats import TransportStats
 from .timers import IdleTimer, StallTimer
+from .trace import trace, trace_bytes, traced
 
 __all__ = ["MqttConnection"]
 
@@ -115,6 +116,8 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
         self._abort_timer: asyncio.TimerHandle | None = None
         #: An MQTT 5 client that allows Reason Strings (Request Problem Information).
         self._problem_info = False
+        #: Its client id matches [log] trace: decided at CONNECT, tested per read and send.
+        self._traced = False
 
     # -- Connection API (for the session; loop thread only) -------------------
 
@@ -166,6 +169,9 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
         level = self._decoder.protocol_level
         if level is None:
             raise RuntimeError("send() before CONNECT: the protocol level is unknown")
+        if self._traced:
+            packets = list(packets)  # maybe a generator: read twice
+            trace("out", self.client_id or "", self.peer, packets)
         connack: ConnAck | None = None
         chunks = []
         size = 0
@@ -184,6 +190,8 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
     def send_bytes(self, data: bytes) -> None:
         """Queue already encoded packets (whole packets only)."""
         if not self._closing and self._admit([data], len(data)):
+            if self._traced:
+                trace_bytes(self.client_id or "", self.peer, len(data))
             self._stats.packets_out += 1
             self.packets_out += 1
 
@@ -250,6 +258,8 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
                 self.packets_in += len(packets)
                 self._idle.touch()
                 self._dispatch(packets)
+                if self._traced:  # after: the read's CONNECT may have just turned it on
+                    trace("in", self.client_id or "", self.peer, packets)
         except ProtocolError as exc:
             self._violation(exc)
         except Exception:  # a bug (ours or a collaborator's): never out of a callback
@@ -320,6 +330,8 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
         self._cancel_timer()
         self._head = b""
         self.client_id = packet.client_id
+        patterns = self._settings.trace
+        self._traced = bool(patterns) and traced(patterns, packet.client_id)
         self._problem_info = (packet.protocol_level == 5
                               and packet.properties.request_problem_information != 0)
         self.set_keepalive(packet.keepalive)

@@ -102,6 +102,8 @@ class ConnectionSettings:
       still holds it (a subscriber's session that never took its delivery).
     * ``close_timeout``: seconds a closing socket may take to flush before
       it is aborted (a peer that never reads must not pin it open).
+    * ``trace``: client id patterns whose packets are logged (``[log] trace``,
+      :mod:`.trace`); matched once per connection, at its CONNECT.
     """
 
     max_packet_size: int = MAX_PACKET_SIZE
@@ -112,6 +114,7 @@ class ConnectionSettings:
     max_batches: int = 4
     credit_timeout: float = 4.0
     close_timeout: float = 5.0
+    trace: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if min(self.max_packet_size, self.max_connect_size) < 2:

@@ -1,4 +1,4 @@
-"""Ops layer: the supervision tree and the busiest mailboxes, written to the log. Stdlib, pykka, supervisors, ops.
+"""Ops layer: the supervision tree and the busiest mailboxes, written to the log. Stdlib, pykka, codec, supervisors, ops.
 
 SIGUSR1 (``actorbroker serve``) and ``POST /api/v1/dump`` both call
 :func:`dump`: the same :func:`~actorbroker.ops.tree.walk` as the API's tree,
@@ -15,6 +15,8 @@ from typing import Any
 
 from pykka import ActorRef
 
+from actorbroker.codec import shown
+
 from .tree import TreeNode, flatten, walk
 
 __all__ = ["TOP", "dump", "tree_lines"]
@@ -23,6 +25,8 @@ log = logging.getLogger("actorbroker.dump")
 
 #: Busiest mailboxes listed after the tree.
 TOP = 10
+#: Longest path shown whole (a session's path holds its client id, up to 65535 bytes).
+_LONGEST = 200
 
 
 def tree_lines(tree: TreeNode) -> list[str]:
@@ -32,14 +36,14 @@ def tree_lines(tree: TreeNode) -> list[str]:
     nodes = flatten(tree)
     busiest = sorted((n for n in nodes if n.mailbox > 0), key=lambda n: -n.mailbox)[:TOP]
     lines.append(f"busiest mailboxes (top {TOP}): "
-                 + (", ".join(f"{n.path or 'root'}={n.mailbox}" for n in busiest)
+                 + (", ".join(f"{_path(n)}={n.mailbox}" for n in busiest)
                     or "all empty"))
     return lines
 
 
 def _describe(node: TreeNode, depth: int, lines: list[str]) -> None:
     state = "alive" if node.alive else "not running"
-    text = (f"{'  ' * depth}{node.path or 'root'} {node.kind} {node.actor or '-'} {state} "
+    text = (f"{'  ' * depth}{_path(node)} {node.kind} {node.actor or '-'} {state} "
             f"mailbox={node.mailbox} restarts={node.restarts}")
     if node.kind == "supervisor":
         text += f" children={node.children_total} restarts_total={node.restarts_total}"
@@ -50,6 +54,12 @@ def _describe(node: TreeNode, depth: int, lines: list[str]) -> None:
     lines.append(text)
     for child in node.children:
         _describe(child, depth + 1, lines)
+
+
+def _path(node: TreeNode) -> str:
+    """The node's path; escaped and cut when a client id in it would break the line."""
+    path = node.path or "root"
+    return path if path.isprintable() and len(path) <= _LONGEST else shown(path, _LONGEST)
 
 
 async def dump(root: ActorRef[Any], why: str) -> list[str]:

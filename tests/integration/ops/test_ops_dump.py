@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -49,9 +50,17 @@ def test_sigusr1_logs_the_tree_and_the_broker_lives_on(tmp_path: Path, serve: li
 def test_api_dump_logs_what_sigusr1_logs(ops_broker: Callable[..., RunningBroker], http: Http,
                                          caplog: pytest.LogCaptureFixture) -> None:
     broker = ops_broker(data_dir=None)
-    with caplog.at_level(logging.INFO, logger="actorbroker.dump"):
-        status, body = http.call("POST", broker.http_url + "/api/v1/dump")
+    client = Client(broker.host, broker.port, "dump\nINFO forged")  # a session named so
+    try:
+        assert client.connect().rc == 0
+        with caplog.at_level(logging.INFO, logger="actorbroker.dump"):
+            status, body = http.call("POST", broker.http_url + "/api/v1/dump")
+    finally:
+        client.close()
     assert status == 200
+    assert not [line for line in body["logged"] if not line.isprintable()]
+    assert [line for line in body["logged"]  # escaped, as repr() writes it
+            if re.search(r"'core/sessions/\d/dump\\nINFO forged' worker SessionActor", line)]
     logged = [r.getMessage() for r in caplog.records if r.name == "actorbroker.dump"]
     assert logged[0].startswith("supervision tree (admin API), ")
     assert logged[1:] == ["  " + line for line in body["logged"]]

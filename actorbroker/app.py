@@ -489,7 +489,12 @@ def serve(config: Config, config_file: str | None = None, *, keep_level: bool = 
                 return
             # The walk awaits the supervisors' answers: a task, so that the handler returns.
             dumps.add(task := loop.create_task(dump(root, "SIGUSR1")))
-            task.add_done_callback(dumps.discard)
+            task.add_done_callback(dumped)
+
+        def dumped(task: asyncio.Task[list[str]]) -> None:
+            dumps.discard(task)
+            if not task.cancelled() and task.exception() is not None:
+                log.error("SIGUSR1: the tree could not be dumped: %r", task.exception())
 
         dumps: set[asyncio.Task[list[str]]] = set()  # held: the loop keeps weak refs only
         # Before starting: a signal that arrives during the start stops the broker after it.

@@ -1,7 +1,8 @@
 """Command line: ``actorbroker serve | check-config FILE | passwd FILE USER | pipeline JOB | ctl ... | --version``.
 
-``serve`` reloads on SIGHUP (actorbroker/reload.py): the log level from its
-``--config`` file, the password and ACL files.
+``serve`` reloads on SIGHUP (actorbroker/reload.py): ``[log] level`` and
+``levels`` from its ``--config`` file, the password and ACL files; SIGUSR1
+logs the supervision tree (actorbroker/ops/dump.py).
 
 Top layer: may import everything in the package. Kept thin; each subcommand
 delegates to the module that does the work (configuration: actorbroker.config;
@@ -12,7 +13,8 @@ the admin API client: actorbroker.ctl).
 until SIGTERM or SIGINT, which
 stop it gracefully (listeners first, then the supervision tree). It takes
 Mosquitto's ``-c FILE`` and ``-p N`` too, keeps its state in ./data unless
-told otherwise, and logs to stderr with UTC timestamps.
+told otherwise, and logs to stderr with UTC timestamps, as text or JSON
+lines (``[log] format``, actorbroker/logsetup.py).
 Exit codes: 0 done, 1 invalid configuration or the broker failed (e.g. its
 port is in use: one line says why, see actorbroker.startup), 2 bad usage
 (argparse).

@@ -42,7 +42,8 @@ MOSQUITTO_OPTIONS: dict[str, str] = {
     "persistence_location": "`[node] data_dir` (or `--data-dir`)",
     "autosave_interval": "none needed: every QoS 1/2 message is in the commit log before it is "
                          "acknowledged; `[storage] checkpoint_interval` bounds the restart time",
-    "log_type": "`[log] level` (`debug`, `info`, `warning` or `error`)",
+    "log_type": "`[log] level` (`debug`, `info`, `warning` or `error`), `[log] levels` per "
+                "logger; `[log] trace` logs one client's every packet",
     "log_dest": "none: the log goes to standard error (redirect it, or let systemd keep it)",
     "allow_anonymous": "`[auth] allow_anonymous`; as in Mosquitto 2 it is false once a password "
                        "file is set, unless set to true (without one it is true here)",

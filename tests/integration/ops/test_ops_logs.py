@@ -88,3 +88,18 @@ def test_levels_per_logger_at_start_and_on_sighup(tmp_path: Path, serve: list[Se
     broker.wait_for(r"client 'quiet' disconnected from")
     loud.disconnect()
     assert broker.stop() == 0
+
+
+def test_log_level_flag_outlasts_sighup_levels_do_not(tmp_path: Path, serve: list[Serve]
+                                                     ) -> None:
+    config = tmp_path / "broker.toml"
+    config.write_text('[log]\nlevel = "error"\n')
+    broker = Serve(tmp_path, "-c", "broker.toml", "--log-level", "info", "--data-dir", "data",
+                   "--port", "0")
+    serve.append(broker)
+    broker.wait_for(STARTED)  # --log-level info beats the file's "error"
+    config.write_text('[log]\nlevel = "error"\nlevels = { "actorbroker.trace" = "warning" }\n')
+    broker.proc.send_signal(signal.SIGHUP)
+    broker.wait_for(r"reloaded log level \(SIGHUP\): log level info; actorbroker\.trace warning")
+    assert broker.stop() == 0
+    assert "received SIGTERM: stopping" in "\n".join(broker.log)  # INFO still shown

@@ -97,6 +97,18 @@ def test_a_stuck_durable_subscriber_loses_nothing_past_its_queue_limit(
         pub.close()
 
 
+class SpoolSubscriber(SilentSubscriber):
+    """A persistent-session subscriber ("spool-sub") with a normal receive buffer; it
+    only connects (the test subscribes once, then resumes the session)."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.sock = socket.create_connection((host, port), timeout=TIMEOUT)
+        self.decoder = Decoder(4)
+        self.packets = []
+        self.sock.sendall(encode(Connect("MQTT", 4, "spool-sub", False, 600), 4))
+        assert isinstance(self.next(), ConnAck)
+
+
 @pytest.mark.parametrize("limit", [{"max_queued_messages": 55},
                                    {"max_queued_messages": 0, "max_queued_bytes": 55 * 8}],
                          ids=["messages", "bytes"])
@@ -104,9 +116,9 @@ def test_a_spool_longer_than_the_queue_limit_is_fed_without_drops(
         start_broker: Start, tmp_path: Path, limit: dict[str, int]) -> None:
     """An offline session kept in RAM (queue_qos0_messages: no hibernation) queues
     ``max_queued_messages`` in RAM and the rest in the spool. When it comes back, the spool
-    is fed to its RAM queue as acknowledgements make room: a chunk of 64 fed at once into a
-    queue of 55 dropped 40 messages from the middle (queue_full) while the newer ones behind
-    them were delivered (seed 1093449900 of the crash checker)."""
+    is fed to its RAM queue as acknowledgements make room. Chunks of 64 fed at once into a
+    queue of 55 dropped 48 of the 200 from the middle (queue_full) while the newer ones
+    behind them were delivered (seed 1093449900 of the crash checker)."""
     count = 200  # payloads of 8 bytes: 55 of them fill either limit
     running = start_broker(broker_config(tmp_path, queue_qos0_messages=True, **limit),
                            sys_interval=0)
@@ -131,13 +143,3 @@ def test_a_spool_longer_than_the_queue_limit_is_fed_without_drops(
         sub.sock.close()
         pub.close()
 
-
-class SpoolSubscriber(SilentSubscriber):
-    """A persistent-session subscriber with a normal receive buffer, its session resumed."""
-
-    def __init__(self, host: str, port: int) -> None:  # noqa: D107 - see the class
-        self.sock = socket.create_connection((host, port), timeout=TIMEOUT)
-        self.decoder = Decoder(4)
-        self.packets = []
-        self.sock.sendall(encode(Connect("MQTT", 4, "spool-sub", False, 600), 4))
-        assert isinstance(self.next(), ConnAck)

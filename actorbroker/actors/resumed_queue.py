@@ -5,9 +5,11 @@ hibernation), its queued messages come as log offsets (an
 :class:`~actorbroker.durable.OffsetQueue`, the *spool*): RAM holds 17 bytes
 a message, the payloads stay in the log. Once the client is attached,
 :meth:`ResumedQueue.pump` asks the storage actor for the next 64 payloads
-whenever the core's own queue is shorter than 32, and feeds them to the
-core in order (which sends what the inflight window takes and queues the
-rest). While the spool is not empty, a logged message that arrives live
+whenever the core's own queue is shorter than 32, no more than that queue's
+limits have room for (``max_queued_messages``, ``max_queued_bytes``: what
+did not fit would be dropped there while newer entries waited on in the
+spool), and feeds them to the core in order (which sends what the inflight
+window takes and queues the rest). While the spool is not empty, a logged message that arrives live
 joins it at the end, within the session's queue limits, so that order is
 kept; QoS 0 and unlogged messages go to the core at once (order across QoS
 levels is not required, [MQTT-4.6.0-6] is per QoS).
@@ -36,6 +38,7 @@ from typing import Any
 from actorbroker.durable import Entry, OffsetQueue
 from actorbroker.routing import matches, parse_shared
 from actorbroker.session import AppMessage, Effect, SessionState
+from actorbroker.session.queue import OutboundQueue
 
 from .durable_messages import Fetch, Fetched, SessionLoad
 
@@ -130,9 +133,12 @@ class ResumedQueue:
         if not spool:
             self.spool = None
             return
-        if len(core.queued) >= LOW:
+        queue = core.queue
+        if len(queue) >= LOW:
             return
-        entries = [spool.pop() for _ in range(min(CHUNK, len(spool)))]
+        entries = _fitting(spool, queue)
+        if not entries:
+            return  # the queue's limits have no room yet: the next acknowledgement makes some
         self._tokens += 1
         self._fetching = (self._tokens, entries)
         self._node.refs.storage.tell(Fetch(tuple(e.offset for e in entries),
@@ -170,6 +176,29 @@ class ResumedQueue:
         if self.spool is not None and not self.spool and self._fetching is None:
             self.spool = None
         self.pump()
+
+
+def _fitting(spool: OffsetQueue, queue: OutboundQueue) -> list[Entry]:
+    """The head of ``spool`` that the core's ``queue`` has room for (at most :data:`CHUNK`),
+    taken off the spool. A chunk past the queue's limits would be dropped there (queue_full)
+    while the newer entries behind it waited on in the spool. One entry that could never fit
+    is taken when the queue is empty (the core drops it)."""
+    policy = queue.policy
+    room = CHUNK
+    if policy.max_queued_messages:
+        room = min(room, policy.max_queued_messages - len(queue))
+    room_bytes = policy.max_queued_bytes - queue.bytes if policy.max_queued_bytes else None
+    entries: list[Entry] = []
+    while len(entries) < room and spool:
+        head = spool.peek()
+        if head is None:
+            break
+        if room_bytes is not None:
+            if head.size > room_bytes and (entries or queue):
+                break
+            room_bytes -= head.size
+        entries.append(spool.pop())
+    return entries
 
 
 def _plain(topic_filter: str) -> str:

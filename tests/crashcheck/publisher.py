@@ -8,6 +8,10 @@ resends each unacknowledged PUBLISH with DUP=1 under its packet id, and
 PUBREL for those PUBRECed ([MQTT-4.4.0-1]); without a session, PUBREC-stage
 flows are over (the message was acknowledged) and the rest go out again as
 new PUBLISHes. A refused message (v5 reason code >= 0x80) is sent again later.
+
+:attr:`Publisher.sends` lists the number of every PUBLISH in the order they
+were written, resends included: what the broker may receive, in order, for
+the order check (model.py).
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ class Publisher(Client):
         self.progress = progress  # notified when a flow completes
         self.messages: list[Sent] = []
         self.refused = 0
+        self.sends: list[int] = []  # seq of each PUBLISH written (resends too), in order
         self._inflight: dict[int, tuple[Sent, bool]] = {}  # packet id -> (message, PUBRECed)
         self._again: deque[Sent] = deque()  # to send again as new PUBLISHes
         self._next_id = 0
@@ -72,6 +77,8 @@ class Publisher(Client):
     def connected(self, conn: Connection, present: bool) -> None:
         resend: list[Packet] = []
         for packet_id, (message, pubreced) in self._inflight.items():
+            if not pubreced:
+                self.sends.append(message.seq)
             resend.append(PubRel(packet_id) if pubreced else
                           Publish(self.spec.topic, message.payload, self.spec.qos, False, True,
                                   packet_id))
@@ -84,6 +91,7 @@ class Publisher(Client):
         while self._next_id in self._inflight:
             self._next_id = self._next_id % 65535 + 1
         self._inflight[self._next_id] = (message, False)
+        self.sends.append(message.seq)
         conn.send(Publish(self.spec.topic, message.payload, self.spec.qos, False, False,
                           self._next_id))
 

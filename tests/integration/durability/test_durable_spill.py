@@ -16,6 +16,7 @@ import socket
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from mqtt_testkit import TIMEOUT, Client, broker_config
 
 from actorbroker.app import RunningBroker
@@ -23,6 +24,7 @@ from actorbroker.codec import (
     ConnAck,
     Connect,
     Decoder,
+    Disconnect,
     Packet,
     PubAck,
     Publish,
@@ -93,3 +95,51 @@ def test_a_stuck_durable_subscriber_loses_nothing_past_its_queue_limit(
     finally:
         sub.sock.close()
         pub.close()
+
+
+class SpoolSubscriber(SilentSubscriber):
+    """A persistent-session subscriber ("spool-sub") with a normal receive buffer; it
+    only connects (the test subscribes once, then resumes the session)."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.sock = socket.create_connection((host, port), timeout=TIMEOUT)
+        self.decoder = Decoder(4)
+        self.packets = []
+        self.sock.sendall(encode(Connect("MQTT", 4, "spool-sub", False, 600), 4))
+        assert isinstance(self.next(), ConnAck)
+
+
+@pytest.mark.parametrize("limit", [{"max_queued_messages": 55},
+                                   {"max_queued_messages": 0, "max_queued_bytes": 55 * 8}],
+                         ids=["messages", "bytes"])
+def test_a_spool_longer_than_the_queue_limit_is_fed_without_drops(
+        start_broker: Start, tmp_path: Path, limit: dict[str, int]) -> None:
+    """An offline session kept in RAM (queue_qos0_messages: no hibernation) queues
+    ``max_queued_messages`` in RAM and the rest in the spool. When it comes back, the spool
+    is fed to its RAM queue as acknowledgements make room. Chunks of 64 fed at once into a
+    queue of 55 dropped 48 of the 200 from the middle (queue_full) while the newer ones
+    behind them were delivered (seed 1093449900 of the crash checker)."""
+    count = 200  # payloads of 8 bytes: 55 of them fill either limit
+    running = start_broker(broker_config(tmp_path, queue_qos0_messages=True, **limit),
+                           sys_interval=0)
+    sub = SpoolSubscriber(running.host, running.port)
+    sub.sock.sendall(encode(Subscribe(1, (Subscription(TOPIC, 1),)), 4))
+    assert isinstance(sub.next(), SubAck)
+    sub.sock.sendall(encode(Disconnect(), 4))
+    assert sub.sock.recv(1) == b""  # the broker closed it: the session is offline
+    sub.sock.close()
+    pub = Client(running.host, running.port, "spool-pub")
+    try:
+        assert pub.connect().rc == 0
+        payloads = [b"%08d" % n for n in range(count)]
+        for payload in payloads[:-1]:
+            pub.paho.publish(TOPIC, payload, 1)
+        pub.publish(TOPIC, payloads[-1], qos=1, timeout=60)  # every PUBACK is back
+        sub = SpoolSubscriber(running.host, running.port)
+        got = sub.read_all(payloads[-1])
+        assert got == payloads, (len(got), sorted(set(payloads) - set(got))[:10])
+        assert running.metrics()["dropped"] == {}
+    finally:
+        sub.sock.close()
+        pub.close()
+

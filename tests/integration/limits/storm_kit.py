@@ -51,6 +51,11 @@ class Storm:
         self.filters = filters
         self.subacks: list[SubAck] = []
         self.errors: list[BaseException] = []
+        # Encoded before the start: encoding on the storm's threads would take this
+        # process's GIL from the prober, and its round trips would time the test, not the broker.
+        self._encoded = [[encode(Subscribe(n % 65535 + 1, tuple(
+            Subscription(f"storm/{i}/{n}/{k}/+", 0) for k in range(filters))), level)
+            for n in range(packets)] for i in range(clients)]
         self._threads = [t for i, c in enumerate(self.clients) for t in (
             threading.Thread(target=self._send, args=(i, c)),
             threading.Thread(target=self._read, args=(c,)))]
@@ -70,10 +75,8 @@ class Storm:
 
     def _send(self, index: int, client: _Client) -> None:
         try:
-            for n in range(self.packets):
-                subs = tuple(Subscription(f"storm/{index}/{n}/{k}/+", 0)
-                             for k in range(self.filters))
-                client.send(Subscribe(n % 65535 + 1, subs))
+            for data in self._encoded[index]:
+                client.sock.sendall(data)
         except OSError as exc:
             self.errors.append(exc)
 

@@ -44,8 +44,10 @@ def test_a_subscription_storm_does_not_stall_other_clients(served: Callable[...,
         print(f"100,000 filters in {took:.1f}s; {len(prober.times)} QoS 1 round trips meanwhile:"
               f" p50 {prober.percentile(0.5) * 1000:.0f} ms, p99"
               f" {prober.percentile(0.99) * 1000:.0f} ms, max {max(prober.times) * 1000:.0f} ms")
-        assert len(prober.times) >= 10  # unsliced: 1 or 2, each waiting for the whole storm
-        assert prober.percentile(0.5) < 1.0
+        # Unsliced: 1 or 2 probes, each waiting for the whole storm. How many fit in
+        # depends on the machine's load (3 to 27 on 2 shared cores): the median says it.
+        assert len(prober.times) >= 3
+        assert prober.percentile(0.5) < min(1.0, took / 4)
     finally:
         storm.close()
         prober.close()

@@ -27,10 +27,9 @@ from actorbroker.config import Config
 from actorbroker.metrics import BrokerMetrics
 from actorbroker.routing import Strategy
 from actorbroker.session import (
-    AppMessage, ConnectPolicy, PublishQuota, QueuePolicy, SessionConfig,
+    AppMessage, ConnectPolicy, PublishQuota, QueuePolicy, SessionConfig, SubscriptionLimits,
 )
 from actorbroker.session.capabilities import Mqtt5Policy
-from actorbroker.session.subscriptions import SubscriptionLimits
 
 from actorbroker.session.backoff import BackoffPolicy
 

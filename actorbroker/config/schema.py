@@ -356,18 +356,21 @@ class LimitsConfig:
         65535,
         minimum=1,
         maximum=65535,
-        help="""Longest topic filter accepted in a SUBSCRIBE, in characters; a
-        longer one is refused as an invalid filter (MQTT 5: 0x8F; MQTT 3.1.1:
-        0x80). 65535, the default, is what MQTT can encode.""",
+        help="""Longest topic filter accepted in a SUBSCRIBE, and topic name in a
+        PUBLISH, in characters. A longer filter is refused as an invalid filter
+        (MQTT 5: 0x8F; MQTT 3.1.1: 0x80); a longer topic name is not routed
+        (MQTT 5 QoS 1/2: PUBACK/PUBREC 0x90; otherwise acknowledged and
+        dropped, as for a topic the ACL denies). 65535, the default, is what
+        MQTT can encode.""",
     )
     max_topic_levels: int = option(
         128,
         minimum=0,
         zero="unlimited",
         help="""Most levels (parts between '/') of a topic filter accepted in a
-        SUBSCRIBE; a deeper one is refused as an invalid filter (0x8F, 0x80).
-        128 is EMQX's default. Published topic names are bounded by
-        max_packet_size only.""",
+        SUBSCRIBE, and of a topic name in a PUBLISH; a deeper one is refused
+        as max_topic_length says (0x8F, 0x80; 0x90 for a PUBLISH). 128 is
+        EMQX's default, and EMQX applies it to both too.""",
     )
     max_publish_rate: float = option(
         0.0,

@@ -52,6 +52,7 @@ from .qos_inbound import InboundState
 from .qos_outbound import OutboundState
 from .queue import QueuePolicy
 from .quota import PublishQuota, TokenBucket
+from .subscriptions import SubscriptionLimits
 
 __all__ = [
     "Grants",
@@ -90,6 +91,7 @@ __all__ = [
     "Send",
     "SetKeepAlive",
     "StartTimer",
+    "SubscriptionLimits",
     "TokenBucket",
     "check_connect",
     "coalesce",

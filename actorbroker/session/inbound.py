@@ -12,7 +12,11 @@ A PUBLISH the client may not make (a ``$SYS`` topic, or one its ACL does
 not let it write: :attr:`Inbox.acl`) is not routed: MQTT 5 answers QoS 1/2
 with PUBACK/PUBREC 0x87 (Not authorized); MQTT 3 has no such code, so the
 message is acknowledged as usual and dropped, as the spec allows
-([MQTT-3.3.5-2]); QoS 0 is dropped either way.
+([MQTT-3.3.5-2]); QoS 0 is dropped either way. A topic name longer or
+deeper than ``max_topic_length`` / ``max_topic_levels`` (the limits filters
+have, :class:`~.subscriptions.SubscriptionLimits`) is refused the same way
+with 0x90 (Topic Name invalid), as EMQX does: it would only be stored and
+matched, never subscribed to.
 """
 
 from __future__ import annotations
@@ -45,12 +49,13 @@ class Inbox:
         self.acl: Grants | None = None
         self.v5 = False  # refusals carry reason code 0x87
 
-    def _forbidden(self, packet: Publish) -> Send | None:
+    def _forbidden(self, packet: Publish, why: ReasonCode = ReasonCode.NOT_AUTHORIZED
+                   ) -> Send | None:
         """The answer to a PUBLISH the client may not make (see the module doc)."""
         packet_id = packet.packet_id
         if packet.qos == 0 or packet_id is None:
             return None
-        code = ReasonCode.NOT_AUTHORIZED if self.v5 else ReasonCode.SUCCESS
+        code = why if self.v5 else ReasonCode.SUCCESS
         return Send((PubAck(packet_id, code) if packet.qos == 1 else PubRec(packet_id, code),))
 
     def publish(self, packet: Publish, now: float) -> Route | Send | None:
@@ -82,6 +87,8 @@ class Inbox:
         if (self.acl is not None and not self.acl.may_publish(topic)) or (
                 topic[0] == "$" and is_sys(topic)):
             return self._forbidden(packet)
+        if self.config.subscription_limits.refusal(topic) is not None:
+            return self._forbidden(packet, ReasonCode.TOPIC_NAME_INVALID)
         if packet.qos == 2 and packet_id is not None and not self.qos2.publish(packet_id):
             # [MQTT-4.3.3-9] (3.1.1: [MQTT-4.3.3-2]): a retry before PUBREL, not routed again.
             return Send((PubRec(packet_id),))

@@ -59,6 +59,7 @@ class SubscriptionLimits:
     Beyond ``max_subscriptions`` a filter is refused with 0x97 Quota exceeded
     (MQTT 5) or 0x80 (3.1.1); a filter too long or too deep is an invalid
     filter (0x8F, 0x80). MQTT 3.1 SUBACKs cannot refuse: the connection closes.
+    The length and depth bound published topic names too (``inbound.Inbox``).
     """
 
     max_subscriptions: int = 0
@@ -68,10 +69,10 @@ class SubscriptionLimits:
     def refusal(self, topic_filter: str) -> str | None:
         """Why the filter is too long or too deep, or None."""
         if self.max_filter_length and len(topic_filter) > self.max_filter_length:
-            return (f"topic filter of {len(topic_filter)} characters, more than the"
+            return (f"topic of {len(topic_filter)} characters, more than the"
                     f" {self.max_filter_length} allowed")
         if self.max_filter_levels and topic_filter.count("/") >= self.max_filter_levels:
-            return (f"topic filter of {topic_filter.count('/') + 1} levels, more than the"
+            return (f"topic of {topic_filter.count('/') + 1} levels, more than the"
                     f" {self.max_filter_levels} allowed")
         return None
 

@@ -20,7 +20,7 @@ from served_kit import Served
 from storm_kit import Prober, Storm
 
 from actorbroker.app import RunningBroker
-from actorbroker.codec import ConnAck, SubAck, Subscribe, Subscription
+from actorbroker.codec import ConnAck, PubAck, Publish, SubAck, Subscribe, Subscription
 
 
 def test_a_subscription_storm_does_not_stall_other_clients(served: Callable[..., Served]) -> None:
@@ -75,3 +75,28 @@ def test_max_subscriptions_and_topic_levels(start_broker: Callable[..., RunningB
         closed.expect_closed()  # a MQTT 3.1 SUBACK cannot refuse
     finally:
         closed.close()
+
+
+def test_published_topics_deeper_than_max_topic_levels_are_not_routed(
+        start_broker: Callable[..., RunningBroker], tmp_path: Path) -> None:
+    """A subscriber to '#' gets the topics at the limit and none deeper: MQTT 5 is told
+    0x90 in its PUBACK, MQTT 3.1.1 is acknowledged as usual (it has no code to say it)."""
+    running = start_broker(broker_config(tmp_path, max_topic_levels=4))
+    sub = RawClient(running.host, running.port, 4)
+    publishers = [RawClient(running.host, running.port, level) for level in (4, 5)]
+    try:
+        assert isinstance(sub.connect("deep-sub"), ConnAck)
+        sub.send(Subscribe(1, (Subscription("#", 0),)))
+        assert sub.recv() == SubAck(1, (0,))
+        for n, (pub, refused) in enumerate(zip(publishers, (0, 0x90))):
+            assert isinstance(pub.connect(f"deep-pub{n}"), ConnAck)
+            pub.send(Publish("a/b/c/d/e", b"deep", 1, packet_id=1),
+                     Publish("a/b/c/d", b"ok", 1, packet_id=2))
+            assert pub.recv() == PubAck(1, refused)
+            assert pub.recv() == PubAck(2)
+            delivered = sub.recv()  # the deep one, had it been routed, would come first
+            assert isinstance(delivered, Publish)
+            assert (delivered.topic, delivered.payload) == ("a/b/c/d", b"ok")
+    finally:
+        for client in (sub, *publishers):
+            client.close()

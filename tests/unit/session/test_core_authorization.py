@@ -20,7 +20,9 @@ from actorbroker.session import (
     RevokeSubscriptions,
     Route,
     Send,
+    SessionConfig,
     SessionCore,
+    SubscriptionLimits,
     is_sys,
 )
 
@@ -73,3 +75,19 @@ def test_a_new_acl_revokes_what_it_no_longer_grants() -> None:
     assert core.authorize(narrower) == [RevokeSubscriptions(("ro/a",))]
     assert list(core.subscriptions) == ["ok/b"]
     assert core.authorize(None) == []  # no ACL: nothing is checked, nothing revoked
+
+
+@pytest.mark.parametrize("level", [4, 5])
+def test_published_topics_longer_or_deeper_than_the_limits_are_not_routed(level: int) -> None:
+    limits = SubscriptionLimits(max_filter_length=12, max_filter_levels=3)
+    core = SessionCore("c", SessionConfig(subscription_limits=limits))
+    core.attach(Connect("MQTT", level, "c", False, 0), 0.0)
+    refused = ReasonCode.TOPIC_NAME_INVALID if level == 5 else 0
+    assert core.handle(Publish("a/b/c/d", b"", 1, packet_id=1), 1.0) == [
+        Send((PubAck(1, refused),))]
+    assert core.handle(Publish("a" * 13, b"", 2, packet_id=2), 1.0) == [
+        Send((PubRec(2, refused),))]
+    assert core.handle(Publish("a/b/c/d", b"", 0), 1.0) == []
+    for topic in ("a/b/c", "a" * 12):  # at the limits: routed
+        routed = core.handle(Publish(topic, b"", 1, packet_id=3), 1.0)
+        assert [type(e) for e in routed] == [Route]

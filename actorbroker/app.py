@@ -66,6 +66,7 @@ from actorbroker import collector
 from actorbroker.actors.durable_tree import STORAGE_START_TIMEOUT, durable_children
 from actorbroker.codec import Properties, ReasonCode
 from actorbroker.actors.owners import Owners
+from actorbroker.actors.password_checks import PasswordChecks
 from actorbroker.actors.reauthorize import reload_auth_files
 from actorbroker.config import Config, ListenerConfig, load
 from actorbroker.errors import AuthError, ConfigError
@@ -129,6 +130,7 @@ class Broker:
         self._http: ListenerHandle | None = None
         self._log_budget: LineBudget | None = None
         self._guard: OverloadGuard | None = None
+        self._password_checks: PasswordChecks | None = None
         #: What SIGHUP (and a changed file) reloads: see actorbroker/reload.py.
         self.reloads = Reloader()
         self._poller: asyncio.TimerHandle | None = None
@@ -185,7 +187,9 @@ class Broker:
         # Session owners count user names only when they are checked (actors/owners.py).
         node = self.node = Node(self.settings, stats=self.stats,
                                 owners=Owners(checked=security is not None and security.has_users))
-        node.gateway = gateway = SessionGateway(node, asyncio.get_running_loop().call_later)
+        loop = asyncio.get_running_loop()
+        checks = self._password_checks = PasswordChecks(loop)
+        node.gateway = gateway = SessionGateway(node, loop.call_later, checks)
         listeners = [
             ChildSpec(id=f"listener-{index}",
                       start=partial(ListenerActor.start,
@@ -210,6 +214,7 @@ class Broker:
         except ActorDeadError:
             reason = await self._exit
             self._guard.stop()
+            checks.close()
             prepared.failed()
             raise BrokerStartError(f"the broker failed to start: {root_cause(reason)}") from None
         log.info("actorbroker started: listening on %s",
@@ -334,6 +339,8 @@ class Broker:
         reason = await self._exit
         if self._guard is not None:
             self._guard.stop()
+        if self._password_checks is not None:
+            self._password_checks.close()
         if self.node is not None:
             self.node.metrics.drop_log.flush()
         if self._log_budget is not None:

@@ -65,10 +65,11 @@ from actorbroker.session import Refused, check_connect, refuse
 from supervisors import ChildSpec, LoopFuture, Restart, start_sharded_child
 
 from .auth import AuthPort
-from .login import Login, Verdict
 from .keeper import Sleeping
+from .login import Admitted, Login, Verdict
 from .messages import Attach
 from .node import Node
+from .password_checks import PasswordChecks
 from .session import SessionActor
 
 __all__ = ["ConnectionPort", "SessionGateway"]
@@ -144,11 +145,12 @@ class _Refusing:
 class SessionGateway:
     """Implements the transport's ``Gateway``: CONNECT -> session port (loop thread only)."""
 
-    def __init__(self, node: Node, call_later: Callable[..., Any] | None = None,
+    def __init__(self, node: Node, call_later: Callable[..., Any], passwords: PasswordChecks,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._node = node
         self._starting: dict[str, list[ConnectionPort]] = {}
         self._call_later = call_later
+        self._passwords = passwords
         self.login = Login(node.settings, node.owners, clock)
 
     def connect(self, conn: Any, packet: Connect) -> Any:
@@ -170,16 +172,51 @@ class SessionGateway:
             _refuse(conn, ConnAck(False, ConnectReturnCode.IDENTIFIER_REJECTED),
                     f"keepalive {packet.keepalive}s above max_keepalive {settings.max_keepalive}s")
             return None
-        admitted = self.login.admit(conn.peer[0], packet, decision.client_id,
-                                    verified=identity is not None)
+        login = self.login
+        if identity is None and login.password_needed(packet):
+            throttled = login.throttled(conn.peer[0], packet)
+            if throttled is not None:
+                return self._refuse_login(conn, packet, throttled)
+            # Held until the hash is checked off the loop (password_checks.py): read credit
+            # pauses the client meanwhile, a session start holds the same way.
+            port = ConnectionPort()
+            security = settings.security
+            assert security is not None and packet.username is not None
+            self._passwords.check(security.check_password, packet.username,
+                                  packet.password or b"",
+                                  partial(self._checked, conn, packet, decision.client_id,
+                                          decision.assigned, port))
+            return port
+        admitted = login.admit(conn.peer[0], packet, decision.client_id,
+                               verified=identity is not None)
+        return self._admitted(conn, packet, decision.assigned, admitted)
+
+    def _checked(self, conn: Any, packet: Connect, client_id: str, assigned: bool,
+                 port: ConnectionPort, ok: bool) -> None:
+        """The password of ``packet`` was checked: go on with the login, through ``port``."""
+        if conn.closed:  # gone meanwhile: what it sent goes nowhere, nothing was claimed
+            port.take_held()
+            return
+        admitted = self.login.admit(conn.peer[0], packet, client_id, checked=ok)
+        target = self._admitted(conn, packet, assigned, admitted, port)
+        if target is None:
+            port.take_held()
+        elif target is not port:  # a refusal's, which drops reads and gives their credit back
+            port.bind(target)
+
+    def _admitted(self, conn: Any, packet: Connect, assigned: bool,
+                  admitted: Admitted | Verdict, port: ConnectionPort | None = None) -> Any:
+        """After the login: refuse, or attach to the session through ``port`` (a new one if
+        None); what the connection tells from now on, or None if it was refused."""
         if isinstance(admitted, Verdict):
             return self._refuse_login(conn, packet, admitted)
+        settings = self._node.settings
         packet, client_id, claim = admitted.connect, admitted.client_id, admitted.claim
         method = packet.properties.authentication_method if packet.protocol_level == 5 else None
-        if decision.assigned or client_id != packet.client_id:
+        if assigned or client_id != packet.client_id:
             conn.client_id = client_id
-        port = ConnectionPort()
-        attach = Attach(conn, packet, client_id, decision.assigned, port, claim=claim)
+        port = ConnectionPort() if port is None else port
+        attach = Attach(conn, packet, client_id, assigned, port, claim=claim)
         if method is None:
             self._dispatch(attach)
             return port

@@ -4,8 +4,10 @@ The gateway asks :meth:`Login.check` for every CONNECT that passed the
 protocol checks (``session.check_connect``). In order:
 
 1. **Password** (a user file is configured and the CONNECT has a user
-   name): checked against the user store (``auth.Security``). An address
-   that failed too often is refused without a check (``auth.LoginThrottle``).
+   name: :meth:`Login.password_needed`): checked against the user store
+   (``auth.Security``) off the loop (``password_checks``), the result given
+   to :meth:`Login.admit` as ``checked``. An address that failed too often
+   is refused without a check (:meth:`Login.throttled`, ``auth.LoginThrottle``).
    A failure is refused with 0x04 (MQTT 5: 0x86, bad user name or
    password) *after* ``[auth] login_failure_delay`` (:attr:`Verdict.delay`:
    the gateway schedules the CONNACK, the loop goes on) and logged with the
@@ -75,11 +77,12 @@ class Login:
         self.throttle = LoginThrottle()
 
     def admit(self, host: str, connect: Connect, client_id: str, *,
-              verified: bool = False) -> Admitted | Verdict:
+              verified: bool = False, checked: bool | None = None) -> Admitted | Verdict:
         """Steps 1 to 5 for a CONNECT from ``host`` that passed the protocol checks
         (``verified``: its user name is a client certificate's, which the TLS listener
-        verified: no password to check)."""
-        verdict = None if verified else self.authenticate(host, connect)
+        verified: no password to check; ``checked``: the result of its password check,
+        None if :meth:`password_needed` said none was)."""
+        verdict = None if verified else self.authenticate(host, connect, checked)
         if verdict is not None:
             return verdict
         named = self.client_id(connect, client_id)
@@ -96,28 +99,38 @@ class Login:
             return claim
         return Admitted(connect, named, claim)
 
-    def authenticate(self, host: str, connect: Connect) -> Verdict | None:
+    def password_needed(self, connect: Connect) -> bool:
+        """Whether step 1 checks a password for ``connect`` (an enhanced authentication
+        decides in its own exchange)."""
+        security = self._settings.security
+        return (security is not None and security.has_users and connect.username is not None
+                and not (connect.protocol_level == 5
+                         and connect.properties.authentication_method))
+
+    def throttled(self, host: str, connect: Connect) -> Verdict | None:
+        """The refusal of a login from an address that failed too often, before any check."""
+        if not self.throttle.blocked(host, self._clock()):
+            return None  # not counted as a failure: a retry must not extend the block
+        return Verdict(_RC.BAD_USER_NAME_OR_PASSWORD,
+                       f"login of user {(connect.username or '')[:64]!r} refused: too many "
+                       f"failed logins from {host}", self._settings.login_failure_delay)
+
+    def authenticate(self, host: str, connect: Connect, checked: bool | None) -> Verdict | None:
         """Steps 1 and 2: None if the client may log in."""
         settings = self._settings
-        security = settings.security
-        enhanced = connect.protocol_level == 5 and connect.properties.authentication_method
-        if enhanced:
-            return None
-        if security is not None and security.has_users and connect.username is not None:
-            user = connect.username[:64]  # a name of up to 64 KiB must not fill the log
-            now = self._clock()
-            delay = settings.login_failure_delay
-            if self.throttle.blocked(host, now):  # not counted: a retry must not extend it
-                return Verdict(_RC.BAD_USER_NAME_OR_PASSWORD,
-                               f"login of user {user!r} refused: too many failed "
-                               f"logins from {host}", delay)
-            if security.check_password(connect.username, connect.password or b""):
+        if self.password_needed(connect):
+            assert connect.username is not None and checked is not None
+            if checked:
                 self.throttle.succeeded(host)
                 return None
-            self.throttle.failed(host, now)
+            self.throttle.failed(host, self._clock())
+            user = connect.username[:64]  # a name of up to 64 KiB must not fill the log
             log.warning("failed login for user %r from %s", user, host)
             return Verdict(_RC.BAD_USER_NAME_OR_PASSWORD,
-                           f"bad user name or password for user {user!r}", delay)
+                           f"bad user name or password for user {user!r}",
+                           settings.login_failure_delay)
+        if connect.protocol_level == 5 and connect.properties.authentication_method:
+            return None
         if settings.allow_anonymous:
             return None
         return Verdict(_RC.NOT_AUTHORIZED, "anonymous clients are not allowed "

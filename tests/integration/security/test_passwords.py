@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import argon2
+import argon2.exceptions
 import paho.mqtt.client as mqtt
 import pytest
 from mqtt_testkit import Client, RawClient, mosquitto_pub, mosquitto_sub
@@ -111,6 +113,60 @@ def test_a_refused_login_waits_without_stalling_the_broker(
     assert waited >= 0.5 and round_trip < 0.25, (waited, round_trip)
     assert "failed login for user 'alice' from 127.0.0.1" in caplog.text
     assert "secret-guess-42" not in caplog.text
+
+
+def test_argon2_checks_do_not_stall_the_loop(tmp_path: Path, secure: Secure,
+                                             client: Callable[..., Client]) -> None:
+    """Eight wrong guesses at an $argon2id$ entry (Mosquitto 2.1's parameters, about 0.1 s
+    of CPU each here) arrive at once, each from its own address, while another client
+    times QoS 1 round trips. Checked on the loop (as before password_checks.py), the
+    eight hashes stalled it for their whole length and the prober got one or two round
+    trips in, each waiting for them all; off the loop, its round trips go on meanwhile."""
+    hasher = argon2.PasswordHasher(time_cost=1, memory_cost=47104, parallelism=1,
+                                   hash_len=64, salt_len=64)
+    encoded = hasher.hash("right")
+    started = time.perf_counter()
+    with pytest.raises(argon2.exceptions.VerificationError):
+        hasher.verify(encoded, "wrong")
+    one_check = time.perf_counter() - started
+    users = tmp_path / "passwd"
+    users.write_text(f"alice:{encoded}\n")
+    broker = secure(password_file=str(users), allow_anonymous=True, login_failure_delay=0.0)
+    other = client("other", target=broker)
+    other.subscribe("rt", 1)
+    guessers = [socket.create_connection((broker.host, broker.port), timeout=10,
+                                         source_address=(f"127.0.3.{n + 1}", 0))
+                for n in range(8)]
+    times: list[float] = []
+    try:
+        started = time.perf_counter()
+        for n, sock in enumerate(guessers):
+            sock.sendall(encode(Connect("MQTT", 4, f"g{n}", True, 60, "alice", b"wrong"), 4))
+        for sock in guessers:
+            sock.setblocking(False)
+        answered: dict[int, bytes] = {}
+        while len(answered) < len(guessers):
+            assert time.perf_counter() - started < 30, answered
+            before = time.perf_counter()
+            other.publish("rt", b"x", 1)
+            other.expect()
+            times.append(time.perf_counter() - before)
+            for n, sock in enumerate(guessers):
+                if n not in answered:
+                    try:
+                        answered[n] = sock.recv(4)
+                    except BlockingIOError:
+                        pass
+        hashing = time.perf_counter() - started
+    finally:
+        for sock in guessers:
+            sock.close()
+    assert set(answered.values()) == {b"\x20\x02\x00\x04"}  # 0x04 bad user name or password
+    print(f"8 argon2 checks of {one_check * 1e3:.0f} ms each took {hashing:.2f} s;"
+          f" {len(times)} QoS 1 round trips meanwhile, median"
+          f" {statistics.median(times) * 1e3:.1f} ms, max {max(times) * 1e3:.0f} ms")
+    assert hashing > 4 * one_check  # the checks really ran, one after the other
+    assert len(times) >= 5 and statistics.median(times) < one_check
 
 
 def _wire_connack(broker: RunningBroker, user: str | None, password: bytes | None) -> bytes:

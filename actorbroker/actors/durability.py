@@ -108,8 +108,10 @@ class SessionDurability:
             if record is not None:
                 self._stash.append(record)
 
-    def attached(self, connect: Connect, core: Any, peer: str, now: float) -> None:
-        """``core.attach`` ran for ``connect``: the SessionConnected (and WillSet) to store."""
+    def attached(self, connect: Connect, core: Any, peer: str, now: float,
+                 owner: str | None = None) -> None:
+        """``core.attach`` ran for ``connect``: the SessionConnected (and WillSet) to store
+        (``owner``: the session's, when another user took it over)."""
         was_durable = self.durable
         seconds = 0 if connect.protocol_level != 5 and connect.clean_start else expiry_of(core)
         self.durable = seconds > 0
@@ -118,7 +120,7 @@ class SessionDurability:
         ts = now_us()
         present = was_durable and not connect.clean_start
         self._stash.append(connected_record(self._cid, connect, expiry=seconds, present=present,
-                                            peer=peer, ts=ts))
+                                            peer=peer, ts=ts, owner=owner))
         will = connect.will
         if will is not None:
             delay = will.properties.will_delay_interval or 0

@@ -216,7 +216,8 @@ class SessionGateway:
         if assigned or client_id != packet.client_id:
             conn.client_id = client_id
         port = ConnectionPort() if port is None else port
-        attach = Attach(conn, packet, client_id, assigned, port, claim=claim)
+        attach = Attach(conn, packet, client_id, assigned, port, claim=claim,
+                        owner=self.login.taken_from(client_id, packet))
         if method is None:
             self._dispatch(attach)
             return port
@@ -252,7 +253,8 @@ class SessionGateway:
                     claimed.reason, attach.connect)
             return
         attach.port.unbind()
-        self._dispatch(dataclasses.replace(attach, claim=claimed))
+        self._dispatch(dataclasses.replace(
+            attach, claim=claimed, owner=self.login.taken_from(attach.client_id, attach.connect)))
 
     def redispatch(self, attach: Attach) -> None:
         """A retiring session got ``attach``: route it (and its port) to the current session."""

@@ -16,13 +16,15 @@ protocol checks (``session.check_connect``). In order:
 2. **Anonymous**: a client that did not authenticate is refused with 0x05
    (MQTT 5: 0x87) unless ``allow_anonymous``.
 3. ``use_username_as_clientid``: the client id becomes the user name (0x05
-   without one).
+   without one). ``client_id_patterns``: the client id must match one of
+   them (``auth.ClientIdPatterns``; 0x05, MQTT 5: 0x87).
 4. **Will**: a Will topic in ``$SYS``, or one the ACL does not let the
    client write, is dropped (logged): the client connects, its Will is
    never published, as Mosquitto 2 does (it accepts the CONNECT and checks
    the Will when publishing it; the test against Mosquitto compares both).
 5. **Ownership**: the client id's session belongs to another user
-   (``owners.Owners``): 0x05 (MQTT 5: 0x87).
+   (``owners.Owners``): 0x05 (MQTT 5: 0x87), unless the client's user is
+   one of ``takeover_users``, who use the session and leave it its owner's.
 """
 
 from __future__ import annotations
@@ -138,11 +140,19 @@ class Login:
 
     def client_id(self, connect: Connect, client_id: str) -> str | Verdict:
         """Step 3: the client id the session takes."""
-        if not self._settings.use_username_as_clientid:
-            return client_id
-        if connect.username is None:
-            return Verdict(_RC.NOT_AUTHORIZED, "use_username_as_clientid: a user name is needed")
-        return connect.username
+        settings = self._settings
+        if settings.use_username_as_clientid:
+            if connect.username is None:
+                return Verdict(_RC.NOT_AUTHORIZED,
+                               "use_username_as_clientid: a user name is needed")
+            client_id = connect.username
+        patterns = settings.client_id_patterns
+        if patterns and connect.client_id and not patterns.allows(client_id, connect.username):
+            user = "anonymous" if connect.username is None else repr(connect.username[:64])
+            return Verdict(_RC.NOT_AUTHORIZED, f"client id {client_id[:64]!r} is not one "
+                                               f"user {user} may use (client_id_patterns: "
+                                               f"{patterns})")
+        return client_id
 
     def will_refusal(self, connect: Connect, client_id: str) -> str | None:
         """Step 4: why the CONNECT's Will may not be published (None: it may, or none)."""
@@ -160,8 +170,18 @@ class Login:
 
     def claim(self, client_id: str, connect: Connect) -> int | Verdict:
         """Step 5: the claim number of the session for the CONNECT's user, or the refusal."""
-        claim = self._owners.claim(client_id, connect.username or "")
+        user = connect.username or ""
+        claim = self._owners.claim(client_id, user,
+                                   takeover=user in self._settings.takeover_users)
         if claim is None:
             return Verdict(_RC.NOT_AUTHORIZED, f"client id {client_id[:64]!r} belongs to "
                                                "another user's session")
         return claim
+
+    def taken_from(self, client_id: str, connect: Connect) -> str | None:
+        """After a claim: the owner of the session a takeover user connected to (None: the
+        client's own session). Its records keep naming that owner, so that a restart gives
+        the session back to it, not to the operator who looked in."""
+        owner = self._owners.owner(client_id)
+        user = connect.username or ""
+        return owner if owner is not None and self._owners.checked and owner != user else None

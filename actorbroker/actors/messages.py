@@ -100,6 +100,8 @@ class Attach:
     auth_data: bytes | None = None
     #: The gateway's claim of the client id for its user (actors/owners.py); 0: none.
     claim: int = 0
+    #: The session's owner when a ``takeover_users`` user connects to another's session.
+    owner: str | None = None
 
 
 @quick_init

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from pykka import ActorRef
 
-from actorbroker.auth import Security
+from actorbroker.auth import ClientIdPatterns, Security
 from actorbroker.config import Config
 from actorbroker.metrics import BrokerMetrics
 from actorbroker.routing import Strategy
@@ -79,6 +79,9 @@ class NodeSettings:
     #: The user files and the ACL as loaded now (actorbroker.auth.Security; reloadable).
     security: Security | None = None
     use_username_as_clientid: bool = False
+    #: Client ids each user may take (empty: any) and users who may take any session.
+    client_id_patterns: ClientIdPatterns = ClientIdPatterns(())
+    takeover_users: frozenset[str] = frozenset()
     #: Seconds a refused login waits for its CONNACK.
     login_failure_delay: float = 1.0
     #: Seconds a connected subscriber may hold its publishers back (actors/backpressure.py).
@@ -137,6 +140,8 @@ class NodeSettings:
             "security": security,
             "auth": security.authenticators(),
             "use_username_as_clientid": config.auth.use_username_as_clientid,
+            "client_id_patterns": ClientIdPatterns(config.auth.client_id_patterns),
+            "takeover_users": frozenset(config.auth.takeover_users),
             "login_failure_delay": config.auth.login_failure_delay,
             "max_keepalive": limits.max_keepalive,
             "backpressure_timeout": limits.backpressure_timeout,

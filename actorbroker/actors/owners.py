@@ -44,12 +44,15 @@ class Owners:
         entry = self._owners.get(client_id)
         return None if entry is None else entry[0]
 
-    def claim(self, client_id: str, user: str) -> int | None:
-        """``user`` connects as ``client_id``: the claim number, or None if another user owns it."""
+    def claim(self, client_id: str, user: str, *, takeover: bool = False) -> int | None:
+        """``user`` connects as ``client_id``: the claim number, or None if another user owns it
+        (``takeover``: ``user`` may use it all the same, and the session stays its owner's)."""
         user = user if self.checked else ""
         entry = self._owners.get(client_id)
         if entry is not None and entry[0] != user:
-            return None
+            if not takeover:
+                return None
+            user = entry[0]
         self._claims += 1
         self._owners[client_id] = (user, self._claims)
         return self._claims

@@ -150,7 +150,7 @@ class ConnectionLifecycle:
                  extra=about(self.client_id, conn))
         durability = self._durability
         if durability is not None:
-            durability.attached(connect, self._core, peer(conn), now)
+            durability.attached(connect, self._core, peer(conn), now, attach.owner)
         self._run(effects)
         if durability is not None:
             durability.pump()

@@ -14,6 +14,7 @@ returning something with ``step(data) -> Outcome`` (:mod:`.exchange`).
 """
 
 from .acl import AclFile, ClientAcl
+from .client_ids import ClientIdPatterns
 from .credentials import Credentials, authenticators
 from .exchange import (
     Authenticator,
@@ -37,6 +38,7 @@ __all__ = [
     "PBKDF2_ITERATIONS",
     "AclFile",
     "ClientAcl",
+    "ClientIdPatterns",
     "LoginThrottle",
     "PasswordEntry",
     "PasswordFile",

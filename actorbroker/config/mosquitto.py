@@ -52,6 +52,8 @@ MOSQUITTO_OPTIONS: dict[str, str] = {
     "acl_file": "`[auth] acl_file`: the same file, unchanged (subscriptions are decided per "
                 "filter: docs/security.md)",
     "use_username_as_clientid": "`[auth] use_username_as_clientid`",
+    "clientid_prefixes": "`[auth] client_id_patterns = [\"prefix*\"]` (patterns, and `%u` "
+                         "for the user name)",
     "max_inflight_messages": "`[limits] max_inflight_messages`; Mosquitto's 0 is 65535",
     "max_queued_messages": "`[limits] max_queued_messages`",
     "max_queued_bytes": "`[limits] max_queued_bytes`",

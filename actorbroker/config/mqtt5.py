@@ -11,6 +11,7 @@ available).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .checks import check_section
 from .options import option
@@ -119,6 +120,24 @@ class Mqtt5Config:
         check_section(self, "mqtt5")
 
 
+def client_id_patterns(value: list[Any]) -> str | None:
+    """Non-empty strings whose only % is the %u of the user name."""
+    for item in value:
+        if not isinstance(item, str) or not item:
+            return f"must hold client id patterns (non-empty strings), not {item!r}"
+        if "%" in item.replace("%u", ""):
+            return f"pattern {item!r}: %u (the user name) is the only % sequence"
+    return None
+
+
+def user_names(value: list[Any]) -> str | None:
+    """Non-empty strings."""
+    for item in value:
+        if not isinstance(item, str) or not item:
+            return f"must hold user names (non-empty strings), not {item!r}"
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class AuthConfig:
     """Authentication and authorization: Mosquitto's password and ACL files, MQTT 5
@@ -171,6 +190,29 @@ class AuthConfig:
         help="""Take each client's user name as its client id (Mosquitto's option
         of that name): a client cannot then pick another user's session. A
         client without a user name is refused with 0x87 (MQTT 3: 0x05).""",
+    )
+    client_id_patterns: list[str] = option(
+        kind=list,
+        default_factory=list,
+        values="an array of client id patterns",
+        extra=client_id_patterns,
+        help="""Client ids a client may use, %u standing for its user name, * for
+        any characters, ? for one: ["%u", "%u-*"] lets alice connect as alice
+        or alice-kitchen and nothing else (EMQX's client id patterns, Mosquitto's
+        clientid_prefixes). Others are refused with 0x87 (MQTT 3: 0x05); a
+        client without a user name matches only patterns without %u; a client
+        id the broker assigns is not checked. Empty: any client id.""",
+    )
+    takeover_users: list[str] = option(
+        kind=list,
+        default_factory=list,
+        values="an array of user names",
+        extra=user_names,
+        help="""Users who may connect with a client id whose session belongs to
+        another user (a session belongs to the user who made it; others are
+        refused with 0x87, MQTT 3: 0x05): operators and bridges that drain or
+        inspect devices' sessions. The session stays its owner's. Kept out of
+        acl_file so that the file stays one Mosquitto reads.""",
     )
     login_failure_delay: float = option(
         1.0,

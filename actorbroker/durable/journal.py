@@ -139,11 +139,15 @@ def message_of(record: Record, offset: int, *, now: float, wall: float) -> AppMe
 
 
 def connected_record(client_id: str, connect: Connect, *, expiry: int, present: bool,
-                     peer: str, ts: int) -> SessionConnected:
-    """``SessionConnected`` for an accepted CONNECT; ``expiry`` is the interval in force."""
+                     peer: str, ts: int, owner: str | None = None) -> SessionConnected:
+    """``SessionConnected`` for an accepted CONNECT; ``expiry`` is the interval in force.
+
+    Its user name is the session's owner: the CONNECT's, or ``owner`` when
+    another user took the session over (``[auth] takeover_users``)."""
     return SessionConnected(
         client_id, connect.protocol_level, connect.clean_start, present, expiry,
-        connect.keepalive, connect.username or "", peer, timestamp_us=ts,
+        connect.keepalive, connect.username or "" if owner is None else owner, peer,
+        timestamp_us=ts,
     )
 
 

@@ -118,3 +118,48 @@ def test_unchecked_user_names_do_not_own_sessions(tmp_path: Path) -> None:
         second, ok = login(broker.host, broker.port, "dev", "y", "q", clean=False)
         assert ok.reason_code == 0 and ok.session_present
         second.close()
+
+
+def test_a_takeover_user_drains_a_session_that_stays_its_owners(tmp_path: Path) -> None:
+    """carol is a takeover user: she connects as alice's client id and gets her queued
+    messages (bob still cannot); after a restart the session is still alice's."""
+    config = _config(tmp_path, takeover_users=["carol"])
+    with Broker.run_in_thread(config) as broker:
+        _alice_with_three_queued(broker)
+        _bob_is_refused(broker)
+        carol, ok = login(broker.host, broker.port, "alice-phone", "carol", "c", clean=False)
+        assert ok.reason_code == 0 and ok.session_present
+        got = [carol.recv() for _ in range(3)]
+        assert [p.payload for p in got if isinstance(p, Publish)] == [
+            b"secret 1", b"secret 2", b"secret 3"]
+        for packet in got:
+            assert isinstance(packet, Publish) and packet.packet_id is not None
+            carol.send(PubAck(packet.packet_id))
+        carol.disconnect()
+        _bob_is_refused(broker)
+    (Path(config.node.data_dir or "") / SNAPSHOT_NAME).unlink()  # from the log's records
+    with Broker.run_in_thread(config) as broker:
+        _bob_is_refused(broker)
+        alice, ok = login(broker.host, broker.port, "alice-phone", "alice", "a", clean=False)
+        assert ok.reason_code == 0 and ok.session_present  # hers, not carol's
+        alice.close()
+
+
+@pytest.mark.parametrize("level, refused", [(4, 0x05), (5, ReasonCode.NOT_AUTHORIZED)])
+def test_client_id_patterns(tmp_path: Path, level: int, refused: int) -> None:
+    config = _config(tmp_path, client_id_patterns=["%u", "%u-*", "lab-??"],
+                     allow_anonymous=True)
+    with Broker.run_in_thread(config) as broker:
+        for client_id, user, password, code in (
+                ("alice", "alice", "a", 0), ("alice-kitchen", "alice", "a", 0),
+                ("lab-07", "bob", "b", 0), ("lab-07", None, None, 0),
+                ("bob-x", "alice", "a", refused), ("alice", "bob", "b", refused),
+                ("alicex", "alice", "a", refused), ("lab-007", "bob", "b", refused),
+                ("alice", None, None, refused),  # anonymous: only the patterns without %u
+                ("", "bob", "b", 0)):  # assigned by the broker: not checked
+            client, connack = login(broker.host, broker.port, client_id, user, password,
+                                    level=level)
+            assert connack.reason_code == code, (client_id, user, connack)
+            if code:
+                client.expect_closed()
+            client.close()

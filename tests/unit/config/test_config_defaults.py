@@ -99,6 +99,8 @@ EXPECTED_DEFAULTS: dict[tuple[str, str], object] = {
     ("auth", "password_file"): "",
     ("auth", "acl_file"): "",
     ("auth", "use_username_as_clientid"): False,
+    ("auth", "client_id_patterns"): [],
+    ("auth", "takeover_users"): [],
     ("auth", "login_failure_delay"): 1.0,
     ("auth", "allow_anonymous"): None,  # computed: see the test below
     ("http", "enabled"): False,

@@ -88,6 +88,11 @@ class SessionDurability:
         self._retry_backoff = Backoff(settings.retry)
         self._retry_armed = False
 
+    def detach(self) -> None:
+        """The session actor stopped: break the cycle with the resumed queue, so that
+        reference counting frees this object and the actor it points at."""
+        self.resumed.detach()
+
     @property
     def idle(self) -> bool:
         """Nothing held, fetched or waiting to be stored again."""

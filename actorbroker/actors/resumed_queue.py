@@ -70,6 +70,11 @@ class ResumedQueue:
     def fetching(self) -> bool:
         return self._fetching is not None
 
+    def detach(self) -> None:
+        """The session actor stopped: let go of its durability, which holds this queue
+        (a reference cycle the collector would have to find)."""
+        self._durability = None
+
     def restored(self, load: SessionLoad) -> None:
         self.horizon = load.position
         if load.queue:

@@ -132,7 +132,7 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
         self._queue = self._core.queue
         self._holds = PublisherHolds(client_id, self._queue, self.actor_loop,
                                      node.settings.backpressure_timeout, self._metrics,
-                                     self._tell_self)
+                                     _teller(self.actor_ref))
 
     @property
     def via_registry(self) -> dict[str, int]:
@@ -193,6 +193,13 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
 
     def _cleanup(self, reason: str) -> None:
         self._holds.release()
+        # The durable state points back at this actor (to reach its core and connection):
+        # let go of it, so that reference counting frees an ended session at once. A
+        # served broker runs its full collections rarely (actorbroker.collector), and a
+        # session that lived a while would wait for one, a few KB per ended client.
+        durability, self._durability = self._durability, None
+        if durability is not None:
+            durability.detach()
         for handle in self._timers.values():
             handle.cancel()
         self._timers.clear()
@@ -438,3 +445,15 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
             self.actor_ref.tell(message)
         except ActorDeadError:
             pass
+
+
+def _teller(ref: Any) -> Callable[[Any], None]:
+    """What :meth:`SessionActor._tell_self` does, holding the actor's ref rather than the
+    actor: a collaborator kept by the actor holding one of its bound methods would make a
+    reference cycle (the ref lets go of a stopped actor)."""
+    def tell(message: Any) -> None:
+        try:
+            ref.tell(message)
+        except ActorDeadError:
+            pass
+    return tell

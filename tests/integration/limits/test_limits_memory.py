@@ -6,7 +6,7 @@ their body is buffered; unfinished packets of closed connections are freed
 by reference counting, without waiting for a garbage collection (the
 broker tunes its collector so that a quiet broker may not run one for a
 long time). In-process, with the collector off, no connection object
-survives its socket.
+survives its socket, and no session actor its clean session.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from collections.abc import Callable
 from mqtt_testkit import RawClient, broker_config
 from served_kit import Served
 
+from actorbroker.actors.session import SessionActor
 from actorbroker.app import Broker
 from actorbroker.codec import ConnAck, Connect, Disconnect, Publish, encode
 from actorbroker.codec.primitives import encode_varint
@@ -100,7 +101,9 @@ def test_closed_connections_give_their_buffers_back_at_once(served: Callable[...
 
 def test_no_connection_object_outlives_its_socket_without_a_collection(
         tmp_path: object) -> None:
-    """Reference counting alone frees every MqttConnection: no cycle on the connection path."""
+    """Reference counting alone frees every MqttConnection and every SessionActor of an
+    ended clean session (with the commit log, the durable part of the session pointed back
+    at its actor): no cycle on the connection path."""
     config = broker_config(tmp_path, connect_timeout=0.3)
     with Broker.run_in_thread(config) as running:
         def cycle(i: int) -> None:
@@ -132,11 +135,14 @@ def test_no_connection_object_outlives_its_socket_without_a_collection(
             for i in range(40):
                 cycle(i)
             running.wait_until(lambda m: m["connections_current"] == 0)
-            # The session actors drop their Connection when told ConnectionLost: poll for it.
+            # The session actors drop their Connection when told ConnectionLost, and stop
+            # when their clean session ends: poll for it.
             deadline = time.monotonic() + 10
-            while (left := sum(type(o) is MqttConnection for o in gc.get_objects())) and (
-                    time.monotonic() < deadline):
+            while (left := sum(type(o) in (MqttConnection, SessionActor)
+                               for o in gc.get_objects())) and time.monotonic() < deadline:
                 time.sleep(0.05)
-            assert left == 0, f"{left} MqttConnection objects wait for a garbage collection"
+            kinds = {type(o).__name__ for o in gc.get_objects()
+                     if type(o) in (MqttConnection, SessionActor)}
+            assert left == 0, f"{left} objects ({kinds}) wait for a garbage collection"
         finally:
             gc.enable()

@@ -42,6 +42,7 @@ from supervisors import LoopActor
 from .messages import (
     DeliverShared,
     PublishBatch,
+    RedeliverShared,
     StopTopic,
     SubscribersChanged,
     Timer,
@@ -123,6 +124,9 @@ class TopicActor(LoopActor):
         sessions = names.sessions
         for client_id, whole, grant, final, batch in self._shared.route(
                 messages, names.online, Reachable(sessions, storage)):
+            if not client_id:
+                self._owe(whole, batch)
+                continue
             # Written before the member hears of them: the log orders it before anything
             # the member journals about these messages.
             unqueued = journal_routed(storage, whole, client_id, batch, grant)
@@ -144,6 +148,27 @@ class TopicActor(LoopActor):
             if lost:
                 node.metrics.drop("shared_unavailable", lost, client_id=client_id or None,
                                   topic=self.topic)
+
+    def _owe(self, whole: str, batch: list[AppMessage]) -> None:
+        """No member of group ``whole`` can take ``batch`` now: its members' sessions are
+        between actors, or the broker is stopping (a SIGTERM's seed 639277478 settled two
+        acknowledged QoS 2 messages as undeliverable here, and the restart lost them). The
+        logged QoS 1/2 ones stay owed: the registry gives them to the next member session
+        that starts (``RedeliverShared`` from nobody); a logged one's ``Publish`` stays unsettled in
+        the log meanwhile, so a restart hands them to a durable member. QoS 0 is
+        dropped, counted."""
+        node = self._node
+        owed = tuple(m for m in batch if m.qos)
+        registry = node.refs.registry
+        if owed and registry is not None:
+            try:
+                registry.tell(RedeliverShared("", whole, owed))
+            except ActorDeadError:
+                pass  # stopping: the log keeps them owed for the restart
+        lost = [m for m in batch if not m.qos]
+        if lost:
+            journal_routed(node.refs.storage, whole, "", lost, (0, 0))
+            node.metrics.drop("shared_unavailable", len(lost), topic=self.topic)
 
     def _change(self, changes: tuple[tuple[str, Any, Grant | None], ...]) -> None:
         subs = self._subs

@@ -25,7 +25,9 @@ SEEDS = [205, 206, 215, 218, 220, 221, 223, 224, 226, 524474476]
 # 1093449900: a queue limit of 55 under a resumed durable queue, whose chunks of 64 dropped
 # messages from the middle of the queue (failed 6 runs in 7 before ResumedQueue.pump
 # fetched only what the limits have room for).
-POWER_LOSS_SEEDS = [213, 269, 327, 343, 1093449900]
+# 639277478: a SIGTERM while a shared group's members were between actors settled QoS 2
+# messages as undeliverable (lost 1-3 in 2 runs of 3 before topic.TopicActor._owe).
+POWER_LOSS_SEEDS = [213, 269, 327, 343, 1093449900, 639277478]
 
 
 @pytest.mark.slow

@@ -84,6 +84,7 @@ from actorbroker.transport import (
     run,
     start_listener,
 )
+from supervisors.runqueue import run_queue_for
 from supervisors import (
     ChildKind,
     ChildSpec,
@@ -271,7 +272,9 @@ class Broker:
                                                       self.listener_stats[index],
                                                       settings=settings,
                                                       sockets=prepared.take(index),
-                                                      guard=self._guard)
+                                                      guard=self._guard,
+                                                      defer=run_queue_for(
+                                                          asyncio.get_running_loop()).defer)
         reference = self.settings.server_reference
         if reference:  # MQTT 5: tell clients where to go when this node shuts down
             code = (ReasonCode.SERVER_MOVED if self.settings.server_moved

@@ -106,7 +106,8 @@ class LoopActorRef(ActorRef[A]):
             mailbox._next.append((message, None))
             if not mailbox._scheduled:
                 mailbox._scheduled = True
-                runq.ready.append(mailbox)  # RunQueue.schedule, inlined too
+                # RunQueue.schedule, inlined too
+                (runq.bulk if mailbox._heavy else runq.ready).append(mailbox)
                 if not runq.armed:
                     runq.armed = True
                     mailbox.loop.call_soon(runq.run)

@@ -128,6 +128,7 @@ class Mailbox:
     __slots__ = (
         "_cur",
         "_epitaph",
+        "_heavy",
         "_runq",
         "_inflight",
         "_next",
@@ -154,6 +155,7 @@ class Mailbox:
         self._inflight: _Item | None = None  # item whose handler is the task
         self._epitaph = ""
         self._runq = run_queue_for(loop)
+        self._heavy = 0  # > 0: its turns, of that many messages, wait in the bulk lane (runqueue.py)
         self.exit_reason: ExitReason | None = None  # set by Linkable on exit
         # Thread running ``loop``: a put from it needs no thread-safe hop.
         # Known at once when created on the loop, else from the first turn.
@@ -225,14 +227,13 @@ class Mailbox:
         else:
             self._turn()
 
-    def _turn(self) -> None:
+    def _turn(self, budget: int = _BATCH) -> None:
         actor = self.actor
         if actor is None:
             self._drain()
             return
         flag = self.flag
         cur, pos = self._cur, self._pos
-        budget = _BATCH
         while budget:
             if pos >= len(cur):
                 cur = self._next

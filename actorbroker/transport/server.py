@@ -73,7 +73,8 @@ CERTIFICATE_POLL = 5.0
 async def start_listener(config: ListenerLike, limits: LimitsLike, gateway: Gateway,
                          stats: TransportStats, *, settings: ConnectionSettings | None = None,
                          backlog: int = 1024, sockets: list[socket.socket] | None = None,
-                         guard: OverloadGuard | None = None) -> Listener:
+                         guard: OverloadGuard | None = None,
+                         defer: Callable[[Callable[[], None]], None] | None = None) -> Listener:
     """Bind ``config.bind``:``config.port`` and start accepting MQTT connections.
 
     ``settings`` overrides what is derived from ``limits``
@@ -81,7 +82,9 @@ async def start_listener(config: ListenerLike, limits: LimitsLike, gateway: Gate
     :func:`bind_listener`, are used instead of binding anew: the broker binds
     before it starts anything else, so that a port in use fails the start
     before a data directory is touched. ``guard`` refuses CONNECTs while the
-    broker is overloaded. Raises ``OSError`` if the address
+    broker is overloaded. ``defer`` runs the rest of a large read later, in the
+    loop's bulk lane (the actors' run queue: ``supervisors.runqueue``;
+    default: ``loop.call_soon``). Raises ``OSError`` if the address
     cannot be bound, and ``OSError``/``ssl.SSLError`` if a TLS listener's
     files cannot be loaded (a startup failure, for the supervisor).
     """
@@ -95,7 +98,7 @@ async def start_listener(config: ListenerLike, limits: LimitsLike, gateway: Gate
     listener = Listener(loop, sockets, gateway, settings or ConnectionSettings.from_limits(limits),
                         stats, max_connections=config.max_connections, kind=config.type,
                         certificates=certificates, path=config.path, admission=admission,
-                        guard=guard)
+                        guard=guard, defer=defer)
     listener.start()
     return listener
 
@@ -108,7 +111,8 @@ class Listener:
                  max_connections: int = 0, kind: str = "tcp",
                  certificates: Certificates | None = None, path: str = "/mqtt",
                  poll_interval: float = CERTIFICATE_POLL, admission: Admission | None = None,
-                 guard: OverloadGuard | None = None) -> None:
+                 guard: OverloadGuard | None = None,
+                 defer: Callable[[Callable[[], None]], None] | None = None) -> None:
         if (kind in _TLS_TYPES) != (certificates is not None):
             raise ValueError(f"a {kind!r} listener needs certificates exactly when it is tls or wss")
         self._loop = loop
@@ -120,6 +124,7 @@ class Listener:
         self._max = max_connections
         self._admission = admission if admission is not None and admission.limited else None
         self._guard = guard
+        self._defer = loop.call_soon if defer is None else defer
         self._conns: dict[int, MqttConnection] = {}
         self._ips: dict[int, str] = {}  # conn_id -> source address, while admission counts
         self._tasks: set[asyncio.Task[None]] = set()
@@ -256,7 +261,7 @@ class Listener:
         if sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         conn = MqttConnection(self._gateway, self._settings, self._stats, self._loop,
-                              self._flushes, self._guard)
+                              self._flushes, self._guard, self._defer)
         conn.on_lost = self._forget
         self._conns[conn.conn_id] = conn
         if self._admission is not None:

@@ -66,6 +66,8 @@ class FuzzReport:
     healthy: list[float] = field(default_factory=list)
     healthy_errors: list[str] = field(default_factory=list)
     rss_start: int = 0
+    warmup: int = 0         # inputs before rss_warm was taken (0: none taken)
+    rss_warm: int = 0
     rss_end: int = 0
     log_problems: list[str] = field(default_factory=list)
     without_rule: list[str] = field(default_factory=list)
@@ -79,6 +81,9 @@ class FuzzReport:
         return not (self.bad_answers or self.open_errors or self.healthy_errors
                     or self.log_problems or self.without_rule)
 
+    def _warm(self) -> str:
+        return f" ({self.rss_warm / 2**20:.1f} after {self.warmup})" if self.rss_warm else ""
+
     def summary(self) -> str:
         return (f"{self.kind}: {self.inputs} inputs on {self.connections} connections"
                 f" ({self.hellos_refused} valid CONNECTs unanswered) in {self.seconds:.1f}s"
@@ -88,7 +93,8 @@ class FuzzReport:
                 f" healthy client {len(self.healthy)} QoS 1 round trips,"
                 f" p50 {self.percentile(0.5) * 1000:.1f} ms, p99"
                 f" {self.percentile(0.99) * 1000:.1f} ms, errors {len(self.healthy_errors)};"
-                f" RSS {self.rss_start / 2**20:.1f} -> {self.rss_end / 2**20:.1f} MiB;"
+                f" RSS {self.rss_start / 2**20:.1f}{self._warm()} ->"
+                f" {self.rss_end / 2**20:.1f} MiB;"
                 f" log problems {len(self.log_problems)}, protocol errors without a rule id"
                 f" {len(self.without_rule)}")
 

@@ -150,7 +150,8 @@ def test_a_broken_frame_closes_and_the_log_names_the_rule(
             broker.wait_until(lambda m: m["clients_connected"] == 0)
     finally:
         raw.close()
-    lines = [r.getMessage() for r in caplog.records if "WebSocket protocol error" in r.getMessage()]
+    lines = [line for line in (r.getMessage() for r in caplog.records)
+             if "WebSocket protocol error" in line]
     assert len(lines) == 1, lines
     assert ("(RFC 6455 section 10.4," if frame[1] == 0xFF else "(RFC 6455 section 5,") in lines[0]
 

@@ -167,23 +167,27 @@ _RAISED_LIMITS = ("[limits]\nmax_inflight_messages = 100\nmax_queued_messages = 
                   "max_queued_bytes = 0\n")
 
 
-def _actorbroker_args(port: int, workdir: Path, defaults: bool) -> list[str]:
-    """``serve`` and its options: the configuration every actorbroker run uses."""
+def _actorbroker_args(port: int, workdir: Path, defaults: bool,
+                      listeners: str = "") -> list[str]:
+    """``serve`` and its options: the configuration every actorbroker run uses
+    (``listeners``: more ``[[listeners]]`` tables after the tcp one)."""
     conf = workdir / "actorbroker.toml"
     conf.write_text(
         "[log]\nlevel = \"warning\"\n\n"
         "[[listeners]]\nbind = \"127.0.0.1\"\n"
-        f"port = {port}\nmax_connections = 0\n\n" + ("" if defaults else _RAISED_LIMITS)
+        f"port = {port}\nmax_connections = 0\n\n{listeners}\n"
+        + ("" if defaults else _RAISED_LIMITS)
     )
     return ["serve", "--config", str(conf), "--bind", "127.0.0.1", "--port", str(port),
             "--data-dir", str(workdir / "data")]
 
 
-def _actorbroker(port: int, workdir: Path, defaults: bool) -> Broker:
+def _actorbroker(port: int, workdir: Path, defaults: bool, listeners: str = "") -> Broker:
     exe = Path(sys.executable).parent / "actorbroker"
     if not exe.exists():
         raise BrokerUnavailable(f"{exe} missing: install the project (make venv)")
-    return _launch("actorbroker", [str(exe), *_actorbroker_args(port, workdir, defaults)], port,
+    return _launch("actorbroker",
+                   [str(exe), *_actorbroker_args(port, workdir, defaults, listeners)], port,
                    workdir)
 
 
@@ -250,17 +254,23 @@ BROKERS: dict[str, Callable[[int, Path, bool], Broker]] = {
 }
 
 
-def start(name: str, workdir: Path, attempts: int = 3, *, defaults: bool = False) -> Broker:
+def start(name: str, workdir: Path, attempts: int = 3, *, defaults: bool = False,
+          listeners: str = "") -> Broker:
     """Start broker ``name`` on a free port with its working files in ``workdir``
-    (``defaults``: with its default limits; amqtt has none to raise).
+    (``defaults``: with its default limits; amqtt has none to raise; ``listeners``:
+    ``[[listeners]]`` tables added to actorbroker's configuration, say a tls one).
 
     The port is free when chosen but not reserved: another process (other
     jobs share the machine) may bind it before the broker does. A start that
     fails with "Address already in use" is retried on a new port.
     """
     workdir.mkdir(parents=True, exist_ok=True)
+    if listeners and name != "actorbroker":
+        raise BrokerUnavailable(f"{name}: more listeners are for actorbroker only")
     for attempt in range(attempts):
         try:
+            if listeners:
+                return _actorbroker(free_port(), workdir, defaults, listeners)
             return BROKERS[name](free_port(), workdir, defaults)
         except BrokerUnavailable as exc:
             if "already in use" not in str(exc) or attempt == attempts - 1:

@@ -1,27 +1,26 @@
-"""Benchmark: a mutation fuzzer against a live broker's plain TCP listener.
+"""Benchmark: a mutation fuzzer against a live broker, on a listener of each kind (tcp, tls, ws, wss).
 
     python -m bench.fuzz --inputs 1000000            # starts actorbroker serve (default config)
-    python -m bench.fuzz --inputs 50000 --seed 7 --port 1883   # a broker already running
+    python -m bench.fuzz --kind wss --inputs 5000    # its wss listener (a self-signed certificate)
+    python -m bench.fuzz --inputs 50000 --seed 7 --port 1883   # a broker already running (tcp)
 
-``--connections`` fuzzing clients (16) each connect at a random protocol
-level (10% of CONNECTs are mutated: an input each), then send inputs one at
-a time: a valid packet from the project's codec, mutated 9 times in 10
-(:mod:`bench.fuzz_inputs`), followed by a PINGREQ. The PINGRESP says the
-broker took the input and the connection goes on; the broker closing says
-it refused it (a new connection follows); neither means the broker waits
-for the rest of a packet whose length was mutated upwards. That last case
-is known without waiting: a decoder fed the same bytes (the broker's, at
-its default limits) says whether a packet is left unfinished; the client
-then leaves the broker to its timeout and reconnects. Every byte the
-broker sends is decoded: anything but whole, valid packets is a bug.
+``--connections`` fuzzing clients (16) each run connection after
+connection (:func:`bench.fuzz_session.session`: mutated CONNECTs and
+packets, batched when a mirror decoder predicts the broker takes them,
+counted exactly by the PINGRESPs after them) over the listener of
+``--kind`` (:mod:`bench.fuzz_links`: TLS records or WebSocket binary
+frames carry the fuzzed bytes; on ws and wss 2% of inputs are broken
+WebSocket frames instead).
 
 Meanwhile a healthy MQTT 5 client times QoS 1 round trips (PUBLISH until
-PUBACK and the message back). At the end: the broker must still be
-running, its log must hold no traceback and no internal error, its RSS
-(started here) must be back within ``--rss-slack`` MiB of where it was
-after the start, every protocol error it logged must name a spec rule
-(``[MQTT-x.y.z-n]``) or section. Prints one report; exit status 1 if any
-check failed. tests/integration/limits/test_limits_fuzz.py runs it for 45 s.
+PUBACK and the message back) on the tcp listener. At the end: the broker
+must still be running and have accepted every connection, its log must
+hold no traceback and no internal error, its RSS (started here) must be
+back within ``--rss-slack`` MiB of where it was after the start, every
+protocol error it logged must name a spec rule (``[MQTT-x.y.z-n]``) or
+section (RFC 6455's for WebSocket). Prints one report; exit status 1 if
+any check failed. tests/integration/limits/test_limits_fuzz.py runs it on
+every kind (50,000 inputs on tcp).
 """
 
 from __future__ import annotations
@@ -33,160 +32,20 @@ import re
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 
-from actorbroker.codec import (ConnAck, Decoder, PingReq, PingResp, ProtocolError, PubAck,
-                               Publish, Subscribe, Subscription, encode)
+import uvloop
+
+from actorbroker.codec import ConnAck, Decoder, PubAck, Publish, Subscribe, Subscription, encode
 from actorbroker.codec import Connect as ConnectPacket
-from actorbroker.transport.gate import sniff_level
 from bench import brokers
-from bench.fuzz_inputs import connect, encoded, mutate
+from bench.fuzz_links import KINDS, self_signed
+from bench.fuzz_session import Budget, FuzzReport, Target, session
 
 __all__ = ["FuzzReport", "fuzz", "main"]
 
-_PING = {level: encode(PingReq(), level) for level in (3, 4, 5)}
-MAX_PACKET = 1024 * 1024  # the broker's defaults: max_packet_size, max_connect_size
-MAX_CONNECT = 64 * 1024
 _RULE = re.compile(r"\[MQTT-[0-9.]+-[0-9]+\]|section [0-9.]+")
-
-
-@dataclass
-class FuzzReport:
-    """What a run did and found."""
-
-    inputs: int = 0
-    connections: int = 0
-    refused: int = 0        # inputs after which the broker closed the connection
-    taken: int = 0          # inputs after which the connection went on (PINGRESP)
-    waiting: int = 0        # inputs after which the broker waited for more bytes
-    seconds: float = 0.0
-    bad_answers: list[str] = field(default_factory=list)
-    healthy: list[float] = field(default_factory=list)
-    healthy_errors: list[str] = field(default_factory=list)
-    rss_start: int = 0
-    rss_end: int = 0
-    log_problems: list[str] = field(default_factory=list)
-    without_rule: list[str] = field(default_factory=list)
-
-    def percentile(self, p: float) -> float:
-        ordered = sorted(self.healthy)
-        return ordered[min(len(ordered) - 1, int(p * len(ordered)))] if ordered else float("nan")
-
-    @property
-    def ok(self) -> bool:
-        return not (self.bad_answers or self.healthy_errors or self.log_problems
-                    or self.without_rule)
-
-    def summary(self) -> str:
-        return (f"{self.inputs} inputs on {self.connections} connections in {self.seconds:.1f}s"
-                f" ({self.inputs / max(self.seconds, 1e-9):.0f}/s): refused {self.refused},"
-                f" taken {self.taken}, waited on {self.waiting}; bad answers"
-                f" {len(self.bad_answers)}; healthy client {len(self.healthy)} QoS 1 round trips,"
-                f" p50 {self.percentile(0.5) * 1000:.1f} ms, p99"
-                f" {self.percentile(0.99) * 1000:.1f} ms, errors {len(self.healthy_errors)};"
-                f" RSS {self.rss_start / 2**20:.1f} -> {self.rss_end / 2**20:.1f} MiB;"
-                f" log problems {len(self.log_problems)}, protocol errors without a rule id"
-                f" {len(self.without_rule)}")
-
-
-class _Budget:
-    def __init__(self, total: int) -> None:
-        self.left = total
-
-    def take(self) -> bool:
-        if self.left <= 0:
-            return False
-        self.left -= 1
-        return True
-
-
-def _unfinished(mirror: Decoder, data: bytes) -> bool:
-    """Whether the broker, reading ``data``, waits for more bytes: the same decoder, fed the
-    same bytes, says so (then nothing is worth waiting for). A decoder that failed says
-    the broker closes."""
-    try:
-        mirror.feed(data)
-    except ProtocolError:
-        return False
-    return mirror.buffered > 0
-
-
-async def _answers(reader: asyncio.StreamReader, decoder: Decoder, report: FuzzReport,
-                   patience: float) -> str:
-    """Read until a PINGRESP ("taken"), EOF ("closed") or ``patience`` ("waiting")."""
-    while True:
-        try:
-            data = await asyncio.wait_for(reader.read(65536), patience)
-        except asyncio.TimeoutError:
-            return "waiting"
-        except ConnectionError:
-            return "closed"
-        if not data:
-            return "closed"
-        try:
-            packets = decoder.feed(data)
-        except ProtocolError as exc:
-            report.bad_answers.append(f"{exc} after {data[:40]!r}")
-            return "closed"
-        if any(type(p) is PingResp for p in packets):
-            return "taken"
-
-
-async def _session(host: str, port: int, rng: random.Random, budget: _Budget,
-                   report: FuzzReport, patience: float, number: int) -> None:
-    """One fuzzing connection: a CONNECT, then inputs until the broker ends it."""
-    level = rng.choice((3, 4, 5))
-    reader, writer = await asyncio.open_connection(host, port)
-    report.connections += 1
-    try:
-        hello = encode(connect(rng, level, f"fz{number}"), level)
-        mutated = rng.random() < 0.1 and budget.take()
-        if mutated:
-            report.inputs += 1
-            hello = mutate(rng, hello, level)
-            sniffed = sniff_level(hello)  # what the broker answers a broken CONNECT in
-            level = sniffed if sniffed in (3, 4, 5) else 4
-        decoder = Decoder(level)
-        mirror = Decoder(max_packet_size=MAX_PACKET, max_connect_size=MAX_CONNECT)
-        if _unfinished(mirror, hello + _PING[level]):
-            report.waiting += 1
-            return
-        writer.write(hello + _PING[level])
-        outcome = await _answers(reader, decoder, report, patience)
-        if mutated:
-            _count(report, outcome)
-        if outcome != "taken":
-            return
-        packet_id = 1
-        while budget.take():
-            report.inputs += 1
-            packet_id = packet_id % 65535 + 1
-            data = encoded(rng, level, packet_id)
-            if rng.random() < 0.9:
-                data = mutate(rng, data, level, encoded(rng, level, packet_id))
-            if _unfinished(mirror, data + _PING[level]):
-                writer.write(data + _PING[level])
-                report.waiting += 1  # the broker holds it until connect_timeout: not our wait
-                return
-            writer.write(data + _PING[level])
-            outcome = await _answers(reader, decoder, report, patience)
-            _count(report, outcome)
-            if outcome != "taken":
-                return
-    except ConnectionError:
-        return
-    finally:
-        writer.close()
-
-
-def _count(report: FuzzReport, outcome: str) -> None:
-    if outcome == "taken":
-        report.taken += 1
-    elif outcome == "closed":
-        report.refused += 1
-    else:
-        report.waiting += 1
 
 
 async def _healthy(host: str, port: int, report: FuzzReport, done: asyncio.Event) -> None:
@@ -229,11 +88,16 @@ async def _healthy(host: str, port: int, report: FuzzReport, done: asyncio.Event
 
 
 async def fuzz(host: str, port: int, inputs: int, *, seed: int = 1, connections: int = 16,
-               patience: float = 10.0, seconds: float | None = None) -> FuzzReport:
-    """Send ``inputs`` mutated inputs to ``host``:``port`` (fewer if ``seconds`` run out
-    first); the report (no broker checks)."""
-    report = FuzzReport()
-    budget = _Budget(inputs)
+               patience: float = 10.0, seconds: float | None = None, kind: str = "tcp",
+               fuzz_port: int | None = None, batch: int = 8, warmup: int = 0,
+               rss: Callable[[], int] | None = None) -> FuzzReport:
+    """Send ``inputs`` mutated inputs to the ``kind`` listener at ``host``:``fuzz_port``
+    (``port`` if None), at most ``batch`` per write, fewer in all if ``seconds`` run out
+    first; the healthy client uses the tcp listener at ``port``. The report (no broker
+    checks; ``rss()`` is sampled once ``warmup`` inputs are counted)."""
+    report = FuzzReport(kind=kind, warmup=warmup)
+    target = Target(kind, host, port if fuzz_port is None else fuzz_port, batch)
+    budget = Budget(inputs)
     done = asyncio.Event()
     healthy = asyncio.create_task(_healthy(host, port, report, done))
     started = time.monotonic()
@@ -243,11 +107,17 @@ async def fuzz(host: str, port: int, inputs: int, *, seed: int = 1, connections:
 
     async def worker(index: int) -> None:
         rng = random.Random(seed * 1000 + index)
-        while budget.left > 0:
+        while await budget.more():
             if stop_at is not None and time.monotonic() > stop_at:
                 budget.left = 0
                 break
-            await _session(host, port, rng, budget, report, patience, next(counter))
+            try:
+                await session(target, rng, budget, report, patience, next(counter))
+            except OSError as exc:  # no connection, no WebSocket upgrade: a finding
+                report.open_errors.append(repr(exc))
+                return
+            if rss is not None and not report.rss_warm and report.inputs >= warmup:
+                report.rss_warm = rss()
 
     await asyncio.gather(*(worker(i) for i in range(connections)))
     report.seconds = time.monotonic() - started
@@ -266,24 +136,50 @@ def check_broker(report: FuzzReport, log: Path) -> None:
             report.without_rule.append(line.split("protocol error, closing:", 1)[1][:200])
 
 
+def _listener(kind: str, workdir: Path) -> tuple[str, int | None]:
+    """The ``[[listeners]]`` table of a ``kind`` listener on a free port (none for tcp:
+    the broker's first listener is one), a certificate made for it when it needs one."""
+    if kind == "tcp":
+        return "", None
+    port = brokers.free_port()
+    table = f'[[listeners]]\ntype = "{kind}"\nbind = "127.0.0.1"\nport = {port}\n'
+    table += "max_connections = 0\n"
+    if kind in ("tls", "wss"):
+        cert, key = self_signed(workdir)
+        table += f'certfile = "{cert}"\nkeyfile = "{key}"\n'
+    return table, port
+
+
 def run_against_new_broker(inputs: int, seed: int, connections: int, rss_slack: float,
-                           workdir: Path, seconds: float | None = None) -> FuzzReport:
-    """Start ``actorbroker serve`` (default limits), fuzz it, check it, stop it."""
-    broker = brokers.start("actorbroker", workdir, defaults=True)
+                           workdir: Path, seconds: float | None = None, kind: str = "tcp",
+                           batch: int = 8, warmup: int = 0) -> FuzzReport:
+    """Start ``actorbroker serve`` (default limits, a ``kind`` listener), fuzz it, check
+    it, stop it. RSS must end within ``rss_slack`` MiB of where it was after the start, or
+    after the first ``warmup`` inputs: by then the broker's transient state (topic actors
+    live up to a minute after their last publish, MQTT 5 sessions 10 s after their
+    connection) has reached its high-water mark, which RSS keeps; what grows after that
+    grows with the inputs."""
+    table, fuzz_port = _listener(kind, workdir)
+    broker = brokers.start("actorbroker", workdir, defaults=True, listeners=table)
     try:
         rss_start = broker.rss()
-        report = asyncio.run(fuzz("127.0.0.1", broker.port, inputs, seed=seed,
-                                  connections=connections, seconds=seconds))
+        report = uvloop.run(fuzz("127.0.0.1", broker.port, inputs, seed=seed,
+                                  connections=connections, seconds=seconds, kind=kind,
+                                  fuzz_port=fuzz_port, batch=batch, warmup=warmup,
+                                  rss=broker.rss if warmup else None))
         report.rss_start = rss_start
+        base = report.rss_warm or rss_start
         deadline = time.monotonic() + 10
-        while broker.rss() > report.rss_start + rss_slack * 2**20 and time.monotonic() < deadline:
+        while broker.rss() > base + rss_slack * 2**20 and time.monotonic() < deadline:
             time.sleep(0.2)  # connections still lingering, sessions ending
         report.rss_end = broker.rss()
         if broker.proc.poll() is not None:
             report.log_problems.append(f"the broker exited: status {broker.proc.returncode}")
-        if report.rss_end > report.rss_start + rss_slack * 2**20:
-            grew = (report.rss_end - report.rss_start) / 2**20
-            report.log_problems.append(f"RSS grew by {grew:.1f} MiB, more than {rss_slack} MiB")
+        if report.rss_end > base + rss_slack * 2**20:
+            grew = (report.rss_end - base) / 2**20
+            since = f"after {warmup} inputs" if report.rss_warm else "after the start"
+            report.log_problems.append(
+                f"RSS grew by {grew:.1f} MiB {since}, more than {rss_slack} MiB")
     finally:
         broker.stop()
     check_broker(report, broker.log)
@@ -299,16 +195,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, help="fuzz a broker already running on 127.0.0.1")
     parser.add_argument("--rss-slack", type=float, default=16.0, help="MiB (default 16)")
     parser.add_argument("--seconds", type=float, help="stop sending inputs after this long")
+    parser.add_argument("--kind", choices=KINDS, default="tcp", help="the listener fuzzed")
+    parser.add_argument("--batch", type=int, default=8, help="inputs per write (default 8)")
+    parser.add_argument("--warmup", type=int, default=0,
+                        help="inputs before the RSS baseline is taken (default 0: the start)")
     args = parser.parse_args(argv)
     if args.port:
-        report = asyncio.run(fuzz("127.0.0.1", args.port, args.inputs, seed=args.seed,
-                                  connections=args.connections, seconds=args.seconds))
+        report = uvloop.run(fuzz("127.0.0.1", args.port, args.inputs, seed=args.seed,
+                                  connections=args.connections, seconds=args.seconds,
+                                  batch=args.batch))
     else:
         with tempfile.TemporaryDirectory(prefix="fuzz-") as tmp:
             report = run_against_new_broker(args.inputs, args.seed, args.connections,
-                                            args.rss_slack, Path(tmp), args.seconds)
+                                            args.rss_slack, Path(tmp), args.seconds,
+                                            args.kind, args.batch, args.warmup)
     print(report.summary())
-    for name in ("bad_answers", "healthy_errors", "log_problems", "without_rule"):
+    for name in ("bad_answers", "open_errors", "healthy_errors", "log_problems",
+                 "without_rule"):
         for line in sorted(set(getattr(report, name)))[:10]:
             print(f"  {name}: {line}")
     return 0 if report.ok else 1

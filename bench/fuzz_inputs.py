@@ -34,7 +34,7 @@ from actorbroker.codec import (
 )
 from actorbroker.codec.primitives import encode_varint
 
-__all__ = ["connect", "encoded", "mutate", "packet"]
+__all__ = ["connect", "encoded", "mutate", "mutate_body", "packet"]
 
 _TOPICS = ("fuzz/a", "fuzz/b/c", "fuzz/é", "f", "fuzz/" + "x" * 200)
 _FILTERS = ("fuzz/#", "fuzz/+/c", "+", "#", "fuzz/a", "$share/g/fuzz/#")
@@ -136,6 +136,27 @@ def mutate(rng: random.Random, data: bytes, level: int, other: bytes = b"") -> b
             del out[max(at, 1):]
         elif out:
             out[0] = (out[0] & 0xF0) | rng.randrange(16)  # the fixed header's flags
+    return bytes(out)
+
+
+def mutate_body(rng: random.Random, data: bytes, level: int) -> bytes:
+    """``data`` with its body broken 1 to 3 times and its Remaining Length made right
+    again: the packet stays framed, so the broken fields (strings, properties, QoS and
+    flags, packet ids, subscription options) reach past the framing into the decoder's
+    field checks and, when those pass, the session and routing rules."""
+    head = _remaining_length_end(data)
+    body = mutate(rng, data[head:], level) if rng.random() < 0.5 else _flip(rng, data[head:])
+    first = data[0] if rng.random() < 0.8 else (data[0] & 0xF0) | rng.randrange(16)
+    return bytes((first,)) + encode_varint(len(body)) + body
+
+
+def _flip(rng: random.Random, body: bytes) -> bytes:
+    """One byte of ``body`` replaced: a flipped bit or an interesting value."""
+    if not body:
+        return body
+    out = bytearray(body)
+    at = rng.randrange(len(out))
+    out[at] = out[at] ^ (1 << rng.randrange(8)) if rng.random() < 0.5 else rng.choice(_INTERESTING)
     return bytes(out)
 
 

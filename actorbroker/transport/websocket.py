@@ -26,6 +26,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from websockets.exceptions import PayloadTooBig
 from websockets.frames import Frame, Opcode
 from websockets.http11 import Request, Response
 from websockets.protocol import State
@@ -48,6 +49,14 @@ _CLOSE_UNSUPPORTED_DATA = 1003
 _TLS_HANDSHAKE = 0x16  # first byte of a TLS record carrying a ClientHello
 _CONNECT = 1  # MQTT packet type of CONNECT (first byte 0x10); no HTTP request starts so
 _LINGER = 1.0  # seconds a socket whose WebSocket ended waits for the peer's EOF
+
+
+def _rule(exc: Exception) -> str:
+    """The part of RFC 6455 a frame the parser refused breaks: like MQTT protocol errors,
+    each WebSocket one names its rule (websockets' messages alone do not)."""
+    if isinstance(exc, PayloadTooBig):
+        return "RFC 6455 section 10.4, a frame larger than max_packet_size allows"
+    return "RFC 6455 section 5, data framing"
 
 
 class WebSocketAdapter(asyncio.Protocol):
@@ -108,11 +117,12 @@ class WebSocketAdapter(asyncio.Protocol):
                 self._close_raw()
                 return
         ws = self._ws
+        failed = ws.parser_exc is not None  # logged already: later reads keep it set
         ws.receive_data(data)
         self._process(ws.events_received())
-        if ws.parser_exc is not None and self._open:
-            log.warning("conn %d %s: WebSocket protocol error, closing: %s",
-                        self._conn.conn_id, self.peer, ws.parser_exc)
+        if ws.parser_exc is not None and not failed and self._open:
+            log.warning("conn %d %s: WebSocket protocol error, closing: %s (%s)",
+                        self._conn.conn_id, self.peer, ws.parser_exc, _rule(ws.parser_exc))
         self._flush()
 
     def eof_received(self) -> bool:

@@ -1,7 +1,7 @@
 """Test support for the attack-by-attack memory test: a healthy client that keeps timing
 QoS 1 round trips on its own thread, and the RSS figures of an attack run twice.
 
-:class:`Healthy` wraps :class:`storm_kit.Prober` in a thread that records when each
+:class:`Healthy` wraps :class:`bench.storm.Prober` in a thread that records when each
 round trip started and ended, so that a test can ask how many fitted inside an
 attack's window. :func:`run_twice` runs an attack twice against a served broker,
 waits (polling /proc, with a deadline) for its RSS to come back after each run,
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from served_kit import Served
-from storm_kit import Prober
+from bench.storm import Prober
 
 MB = 1024 * 1024
 

@@ -25,7 +25,7 @@ import pytest
 from attack_kit import MB, Healthy, run_once
 from mqtt_testkit import RawClient
 from served_kit import Served
-from storm_kit import Storm
+from bench.storm import Storm
 
 from actorbroker.auth import hash_password
 from actorbroker.codec import (ConnAck, Connect, Decoder, Disconnect, Packet, PubAck, Publish,

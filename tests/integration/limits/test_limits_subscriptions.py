@@ -17,7 +17,7 @@ from pathlib import Path
 
 from mqtt_testkit import RawClient, broker_config
 from served_kit import Served
-from storm_kit import Prober, Storm
+from bench.storm import Prober, Storm
 
 from actorbroker.app import RunningBroker
 from actorbroker.codec import ConnAck, PubAck, Publish, SubAck, Subscribe, Subscription

@@ -130,6 +130,32 @@ def test_a_text_frame_closes_the_connection(secure_broker: Broker) -> None:
         raw.close()
 
 
+@pytest.mark.parametrize("frame", [
+    b"\x82\x02\xc0\x00",                                       # a PINGREQ, not masked
+    b"\x83\x82\x00\x00\x00\x00\xc0\x00",                       # a reserved opcode
+    b"\xc2\x82\x00\x00\x00\x00\xc0\x00",                       # RSV1, no extension
+    b"\x82\xff" + (1 << 62).to_bytes(8, "big") + b"\x00" * 4,    # 2**62 bytes announced
+], ids=["unmasked", "opcode", "rsv1", "huge"])
+def test_a_broken_frame_closes_and_the_log_names_the_rule(
+        secure_broker: Broker, caplog: pytest.LogCaptureFixture, frame: bytes) -> None:
+    # Found by bench/fuzz.py --kind ws: these lines named no rule, unlike MQTT's.
+    broker = secure_broker("ws")
+    raw = WsClient(port_of(broker, "ws"))
+    try:
+        raw.send(_connect("framer"))
+        assert raw.recv_packets(1) == [ConnAck(False, 0)]
+        with caplog.at_level(logging.WARNING, "actorbroker.transport"):
+            raw.sock.sendall(frame)
+            raw.until_closed()
+            broker.wait_until(lambda m: m["clients_connected"] == 0)
+    finally:
+        raw.close()
+    lines = [line for line in (r.getMessage() for r in caplog.records)
+             if "WebSocket protocol error" in line]
+    assert len(lines) == 1, lines
+    assert ("(RFC 6455 section 10.4," if frame[1] == 0xFF else "(RFC 6455 section 5,") in lines[0]
+
+
 def test_the_broker_closes_with_a_close_frame(secure_broker: Broker) -> None:
     broker = secure_broker("ws")
     raw = WsClient(port_of(broker, "ws"))

@@ -296,6 +296,10 @@ def test_stats_has_the_headline_figures(
         c.subscribe("s", 1)
         c.publish("s", b"abc", qos=1)
         assert c.expect().payload == b"abc"
+        # Its PUBACK may still be on its way (CI saw 1 in flight): wait until the broker
+        # has it, then every figure must be as asserted.
+        _wait(lambda: http.get(broker.http_url + "/api/v1/stats")["queues"]["inflight"] == 0,
+              "the client's PUBACK never settled the message")
         stats = http.get(broker.http_url + "/api/v1/stats")
         assert stats["connections"]["clients"] == 1 and stats["sessions"]["online"] == 1
         assert stats["messages"]["received_by_qos"] == [0, 1, 0]

@@ -35,6 +35,13 @@ offsets off (:mod:`.storage_lost`).
 rolled back; later batches are refused until a probe succeeds
 (:class:`~.storage_lost.Outage`).
 
+**History first come, last served.** Appends nobody waits for that are
+history of one client (a clean session's ``Subscribed``) are deferred and
+written :data:`~.storage_history.DRAIN_RECORDS` records at a time when the
+inbox has no other appends before them (:mod:`.storage_history`, which says
+what order is kept): a subscription storm's records no longer delay every
+publisher's PUBACK.
+
 **Housekeeping** on ``Tick`` (from the keeper, every second) and after a
 segment roll: a checkpoint when the log grew enough since the last one
 (:func:`~actorbroker.durable.restate`), then retention with the needed-from
@@ -73,6 +80,7 @@ from .storage_lost import LostOffsets, Outage
 from .storage_reads import load_offline, load_routing, load_session, load_wills, message_at
 from .storage_reads import status_figures
 from .storage_reads import tell as _tell
+from .storage_history import History
 from .storage_recovery import Housekeeper, StorageSettings, recover, restart_records
 from .storage_sync import SyncDone, SyncDue, SyncPipeline
 
@@ -84,6 +92,13 @@ log = logging.getLogger("actorbroker.storage")
 _MAX_BATCH = 2048
 #: An Append of a batch, the records written of it, and their offsets (-1: left out).
 _Placed = tuple[Append, tuple[Record, ...], tuple[int, ...]]
+
+
+class _Drain:
+    """To itself: write the next part of the deferred history."""
+
+
+_DRAIN = _Drain()
 
 
 def _code(error: StorageError) -> int:
@@ -109,6 +124,8 @@ class StorageActor(ThreadActor):
         self._lost = LostOffsets()
         self._pipe: SyncPipeline | None = None  # mode fsync: syncs on their own thread
         self._segments = 0  # the log's segment count when housekeeping last looked
+        self._history = History()  # deferred appends (see the module doc)
+        self._draining = False  # a _DRAIN is in the inbox
 
     # -- life ------------------------------------------------------------------
 
@@ -135,6 +152,7 @@ class StorageActor(ThreadActor):
 
     def _close(self, *, snapshot: bool) -> None:
         if snapshot and self.log is not None:
+            self._write_now(self._history.take_all())
             self._settle()  # answer every Append written; the snapshot is of a folded log
         pipe, self._pipe = self._pipe, None
         if pipe is not None:
@@ -154,7 +172,10 @@ class StorageActor(ThreadActor):
     def on_receive(self, message: Any) -> Any:
         cls = type(message)
         if cls is Append:
-            self._commit(self._take([message]))
+            self._write_now(self._history.split(self._take([message])))
+        elif cls is _Drain:
+            self._draining = False
+            self._write_now(self._history.take())
         elif cls is SyncDone:
             self._synced(message.job)
         elif cls is SyncDue:
@@ -163,9 +184,22 @@ class StorageActor(ThreadActor):
             _tell(message.reply_to, Fetched(message.token, tuple(
                 message_at(self.log, offset) for offset in message.offsets)))
         else:
-            self._settle()  # the rest reads the folded state: fold every record written first
+            # The rest reads the folded state: fold every record written first (and what
+            # is deferred: all of it, or the client's; a Tick's housekeeping needs none).
+            if cls is LoadSession:
+                self._write_now(self._history.of({message.client_id}))
+            elif cls is not Tick:
+                self._write_now(self._history.take_all())
+            self._settle()
             return self._read(message)
         return None
+
+    def _write_now(self, batch: list[Append]) -> None:
+        if batch:
+            self._commit(batch)
+        if self._history and not self._draining:
+            self._draining = True
+            _tell(self.actor_ref, _DRAIN)
 
     def _read(self, message: Any) -> Any:
         cls = type(message)
@@ -222,7 +256,7 @@ class StorageActor(ThreadActor):
             return
         if self._busy and self.settings.group_commit_interval > 0 and len(batch) < _MAX_BATCH:
             time.sleep(self.settings.group_commit_interval)  # under load: gather a larger group
-            more = self._take([])
+            more = self._history.split(self._take([]))
             if more:
                 placed += self._place(current, more)
         began = time.perf_counter()

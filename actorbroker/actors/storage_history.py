@@ -10,7 +10,7 @@ thousands of them: 600 ms during 100,000 filters (bench/storm.py).
 
 So the storage actor moves such appends here as it takes them and writes
 them when nothing waits (:meth:`History.take`, :data:`DRAIN_RECORDS`
-records at a time between two looks at the inbox). Order is kept where it
+records at a time between two looks at the inbox, splitting a larger append). Order is kept where it
 means something:
 
 * per client id: an append that carries a record of client ``X`` is
@@ -27,6 +27,7 @@ of sessions the crash ends anyway.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from typing import Any
 
@@ -34,7 +35,7 @@ from actorbroker.persistence.records import Subscribed, Unsubscribed
 
 __all__ = ["DRAIN_RECORDS", "History"]
 
-#: Deferred records written per turn at most (at least one append): ~8 ms.
+#: Deferred records written per turn at most: ~8 ms.
 DRAIN_RECORDS = 512
 _DEFERRABLE = (Subscribed, Unsubscribed)
 
@@ -97,12 +98,20 @@ class History:
         return [self._forget(cid, append) for cid, append in taken]
 
     def take(self, limit: int = DRAIN_RECORDS) -> list[Any]:
-        """The oldest deferred appends, ``limit`` records' worth (at least one append)."""
+        """The oldest deferred appends, ``limit`` records' worth: a larger one is split
+        (nobody waits for its answer, so its parts can be written apart)."""
         taken: list[Any] = []
-        count = 0
-        while self._appends and (not taken or count + len(self._appends[0][1].records) <= limit):
-            cid, append = self._appends.popleft()
-            count += len(append.records)
+        appends = self._appends
+        while appends and limit > 0:
+            cid, append = appends[0]
+            records = append.records
+            if len(records) > limit:
+                appends[0] = (cid, dataclasses.replace(append, records=records[limit:]))
+                self.records -= limit
+                taken.append(dataclasses.replace(append, records=records[:limit]))
+                break
+            appends.popleft()
+            limit -= len(records)
             taken.append(self._forget(cid, append))
         return taken
 

@@ -4,7 +4,9 @@ A storm of 4 clients x 25 SUBSCRIBEs x 1,000 filters (100,000 filters) hits
 ``actorbroker serve`` while a prober times QoS 1 round trips (PUBLISH to a
 topic it subscribes to, until both its PUBACK and the message are back).
 On the unsliced registry every probe waited behind the whole storm
-(8 s here); sliced, they are served meanwhile. The figure is printed.
+(8 s here); sliced, with heavy turns in the loop's bulk lane and the storm's
+history written after the probe's records, they are served meanwhile. The
+figure is printed.
 Per client, ``max_subscriptions`` refuses the filters beyond it (v5 0x97,
 v3.1.1 0x80) and ``max_topic_levels`` too deep ones (0x8F, 0x80).
 """
@@ -44,10 +46,12 @@ def test_a_subscription_storm_does_not_stall_other_clients(served: Callable[...,
         print(f"100,000 filters in {took:.1f}s; {len(prober.times)} QoS 1 round trips meanwhile:"
               f" p50 {prober.percentile(0.5) * 1000:.0f} ms, p99"
               f" {prober.percentile(0.99) * 1000:.0f} ms, max {max(prober.times) * 1000:.0f} ms")
-        # Unsliced: 1 or 2 probes, each waiting for the whole storm. How many fit in
-        # depends on the machine's load (3 to 27 on 2 shared cores): the median says it.
-        assert len(prober.times) >= 3
-        assert prober.percentile(0.5) < min(1.0, took / 4)
+        # Unsliced: 1 or 2 probes, each waiting for the whole storm. First come, first
+        # served, 3 or 4 on a quiet machine (p50 650 ms: each of a probe's turns waited
+        # behind the storm's, and its Publish record behind 40,000 Subscribed records).
+        # Now 17-80, p50 15-75 ms, however loaded the 2 cores were.
+        assert len(prober.times) >= 10
+        assert prober.percentile(0.5) < min(0.5, took / 4)
     finally:
         storm.close()
         prober.close()

@@ -91,7 +91,8 @@ class History:
         wanted = client_ids & self._clients.keys()
         if not wanted:
             return []
-        taken, kept = [], deque()
+        taken: list[tuple[str, Any]] = []
+        kept: deque[tuple[str, Any]] = deque()
         for cid, append in self._appends:
             (taken if cid in wanted else kept).append((cid, append))
         self._appends = kept

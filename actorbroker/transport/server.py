@@ -124,7 +124,7 @@ class Listener:
         self._max = max_connections
         self._admission = admission if admission is not None and admission.limited else None
         self._guard = guard
-        self._defer = loop.call_soon if defer is None else defer
+        self._defer = defer  # None: each connection defers with loop.call_soon
         self._conns: dict[int, MqttConnection] = {}
         self._ips: dict[int, str] = {}  # conn_id -> source address, while admission counts
         self._tasks: set[asyncio.Task[None]] = set()

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import pytest
 
-from actorbroker.actors.held import Held
 from actorbroker.codec import (Connect, Packet, Properties, PubAck, PubRec, Publish, ReasonCode,
                                encode)
 from actorbroker.session import Close, Effect, Route, Send, SessionCore
@@ -36,9 +35,10 @@ def publishes(core: SessionCore, *ids_and_qos: tuple[int, int]) -> list[Effect]:
 def refuse(core: SessionCore, effects: list[Effect], code: int = 0x97,
            reason: str = "disk full") -> list[Effect]:
     """Refuse the routes of ``effects``: what the broker carries out instead."""
-    routes = [(i, n) for n, i in enumerate(i for i, e in enumerate(effects) if isinstance(e, Route))]
-    Held(1, effects, None, routes).refuse(core, code, reason)
-    return effects
+    acks = [e.ack for e in effects if isinstance(e, Route) and e.ack is not None]
+    refusals = core.refuse_unstored(acks, code, reason)
+    assert all(isinstance(e, Send) for e in refusals[:len(acks)])  # one in place of each ack
+    return refusals
 
 
 def wire(core: SessionCore, effects: list[Effect]) -> list[bytes]:
@@ -138,3 +138,18 @@ def test_a_refused_qos1_keeps_the_other_qos2_ids() -> None:
     publishes(core, (3, 2))  # stored earlier, awaiting PUBREL
     refuse(core, publishes(core, (4, 1), (5, 2)))
     assert core.inbound_qos2 == frozenset({3})
+
+
+@pytest.mark.parametrize("limit, sent", [
+    (30, bytes.fromhex("401c000797181f0015") + DISK_FULL.encode()),  # exactly its size
+    (29, bytes.fromhex("4003000797")),  # one byte short: the code alone ([MQTT-3.4.2-2])
+], ids=["fits", "one-byte-over"])
+def test_mqtt5_reason_string_only_within_the_clients_maximum_packet_size(limit: int,
+                                                                         sent: bytes) -> None:
+    core = attached(5, maximum_packet_size=limit)
+    assert wire(core, refuse(core, publishes(core, (7, 1)))) == [sent]
+
+
+def test_mqtt5_pubrec_reason_string_only_within_the_clients_maximum_packet_size() -> None:
+    core = attached(5, maximum_packet_size=16)
+    assert wire(core, refuse(core, publishes(core, (7, 2)))) == [bytes.fromhex("5003000797")]

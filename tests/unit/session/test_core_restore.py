@@ -14,7 +14,6 @@ import pytest
 from actorbroker.codec import Connect, Packet, PubRec, PubRel, Publish, encode
 from actorbroker.session import AppMessage, Effect, Route, Send, SessionConfig, SessionCore
 from actorbroker.session.message import Delivery
-from actorbroker.session.restore import restore_flows
 
 Flight = tuple[int, Delivery, bool]
 
@@ -27,7 +26,7 @@ def restored(flights: list[Flight], inbound_qos2: tuple[int, ...] = (),
              unsent: frozenset[int] = frozenset()) -> SessionCore:
     core = SessionCore("sub", SessionConfig())
     core.restore([], 0.0)
-    restore_flows(core, flights, inbound_qos2, unsent)
+    core.restore_flows(flights, inbound_qos2, unsent)
     return core
 
 
@@ -86,21 +85,21 @@ def test_a_retried_inbound_qos2_publish_is_not_routed_twice() -> None:
 def test_flows_go_into_a_disconnected_core_only() -> None:
     core = SessionCore("sub", SessionConfig())
     with pytest.raises(ValueError, match="DISCONNECTED core, not NEW"):
-        restore_flows(core, [flight(1, "a")], ())
+        core.restore_flows([flight(1, "a")], ())
     core.attach(Connect("MQTT", 4, "sub", False, 0), 0.0)
     with pytest.raises(ValueError, match="not CONNECTED"):
-        restore_flows(core, [flight(1, "a")], ())
+        core.restore_flows([flight(1, "a")], ())
 
 
 def test_a_qos0_flight_is_refused() -> None:
     core = SessionCore("sub", SessionConfig())
     core.restore([], 0.0)
     with pytest.raises(ValueError, match="packet id 3: a QoS 0 delivery in flight"):
-        restore_flows(core, [flight(3, "a", 0)], ())
+        core.restore_flows([flight(3, "a", 0)], ())
 
 
 def test_a_packet_id_twice_is_refused() -> None:
     core = SessionCore("sub", SessionConfig())
     core.restore([], 0.0)
     with pytest.raises(ValueError, match="already in use"):
-        restore_flows(core, [flight(3, "a"), flight(3, "b")], ())
+        core.restore_flows([flight(3, "a"), flight(3, "b")], ())

@@ -10,11 +10,11 @@ the connection they were made for. When the answer comes:
 * :meth:`Held.route_early` (an ``early`` entry, its records written but not
   synced yet): its routes, with their offsets, to carry out now; the PUBACKs
   stay in place until the sync (see :mod:`.gate`);
-* :meth:`Held.refuse` turns the publishes into refusals: MQTT 5 gets
-  PUBACK/PUBREC with the reason code and a Reason String, MQTT 3.x gets no
-  acknowledgement and a Close (it resends after reconnecting,
-  [MQTT-4.4.0-1]); a refused QoS 2 packet id is free again; a QoS 1
-  message routed early is refused all the same (delivered at least once);
+* :meth:`Held.refuse` puts the session core's refusals
+  (:meth:`SessionCore.refuse_unstored`: MQTT 5 PUBACK/PUBREC with the
+  reason code, MQTT 3.x no acknowledgement and a Close) in place of the
+  acknowledgements it held; a QoS 1 message routed early is refused all
+  the same (delivered at least once);
 * :meth:`Held.release` carries the effects out through the actor. Packets
   and closes made for a connection that has since been replaced (a take-
   over) go to that connection only.
@@ -27,14 +27,13 @@ import time
 from operator import attrgetter
 from typing import Any
 
-from actorbroker.codec import NO_PROPERTIES, PubAck, PubRec, ReasonCode
+from actorbroker.codec import PubAck, PubRec
 from actorbroker.codec.frozen import mutable_twin
 from actorbroker.durable import NEVER
 from actorbroker.persistence.records import (OutboundUnsent, PubAckReceived, PubCompReceived,
                                              Record, SessionDropped)
 from actorbroker.session import (AppMessage, CancelTimer, Close, Dropped, Effect, PublishWill,
-                                 Route, Send, StartTimer)
-from actorbroker.session.restore import forget_inbound
+                                 Route, Send, SessionCore, StartTimer)
 
 __all__ = ["NEUTRAL", "STOP", "UNHELD", "Held", "expiry_of", "now_us"]
 
@@ -109,7 +108,7 @@ class Held:
         self.early = early
         self.blocking = blocking
         self.written: tuple[int, ...] | None = None  # offsets told early (not routed yet)
-        self.acks: list[tuple[int, Any]] = []  # (effect index, PUBACK) of early routes
+        self.acks: list[tuple[int, PubAck | PubRec]] = []  # (effect index, ack) of early routes
         self.credit: Any = None  # the read credit its routes carry (actors/backpressure.py)
 
     def route_early(self) -> list[Effect]:
@@ -146,34 +145,19 @@ class Held:
             elif isinstance(effect, PublishWill):
                 effects[index] = PublishWill(with_offset(effect.message, offsets[at]))
 
-    def refuse(self, core: Any, code: int, reason: str) -> int:
+    def refuse(self, core: SessionCore, code: int, reason: str) -> int:
         """The records could not be stored: refuse the publishes (those routed early too: they
         were delivered at least once); return how many."""
         effects = self.effects
-        close = False
-        refused = 0
-        acks = [(index, effect.ack) for index, _ in self.routes
+        # A logged message that is not a Route is a Will: published all the same.
+        held = [(index, effect.ack) for index, _ in self.routes
                 if isinstance(effect := effects[index], Route) and effect.ack is not None]
-        for index, ack in acks + self.acks:  # not a Route: a Will, published all the same
-            refused += 1
-            if type(ack) is PubRec:
-                forget_inbound(core, ack.packet_id)
-            if core.protocol_level == 5:
-                link = getattr(core, "_link", None)
-                text = f"not stored: {reason}"
-                props = link.reason(text) if link is not None else NO_PROPERTIES
-                refusal: PubAck | PubRec = type(ack)(ack.packet_id, code, props)
-                effects[index] = Send((refusal,))
-            else:
-                effects[index] = Send(())
-                close = True
-        if close:
-            effects.append(Close(ReasonCode(code) if code in (0x97, 0x80) else
-                                 ReasonCode.UNSPECIFIED_ERROR,
-                                 f"QoS 1/2 PUBLISH not stored ({reason}); closed without PUBACK "
-                                 "so that the client sends it again after reconnecting "
-                                 "[MQTT-4.4.0-1]"))
-        return refused
+        held += self.acks
+        refusals = core.refuse_unstored([ack for _, ack in held], code, reason)
+        for (index, _), refusal in zip(held, refusals):
+            effects[index] = refusal  # one per ack, in order; then what follows them (a Close)
+        effects += refusals[len(held):]
+        return len(held)
 
     def release(self, actor: Any) -> None:
         """Carry the effects out (``actor.run_effects``), then the callbacks; stop if ended."""

@@ -28,7 +28,6 @@ from actorbroker.durable import NEVER
 from actorbroker.messages import ReadCredit
 from actorbroker.persistence.records import DisconnectCause
 from actorbroker.session import EXPIRY_TIMER, AppMessage, Delivery, Effect, SessionCore
-from actorbroker.session.restore import restore_flows
 
 from .durability import SessionDurability
 from .durable_messages import Durable, Fetched, Hibernated, LoadSession, NotDurable, SessionLoad
@@ -111,8 +110,8 @@ class DurableSession:
             message = flight.message or AppMessage("", b"", flight.qos)
             flights.append((flight.packet_id, Delivery(message, flight.qos, flight.retain),
                             flight.released))
-        restore_flows(core, flights, load.inbound_qos2,
-                      {flight.packet_id for flight in load.flights if flight.unsent})
+        core.restore_flows(flights, load.inbound_qos2,
+                           {flight.packet_id for flight in load.flights if flight.unsent})
         durability.restored(load)
         log.info("client %s: durable session loaded from the commit log (%d subscription(s), "
                  "%d in flight, %d queued)", shown(self.client_id), len(load.subscriptions),

@@ -24,6 +24,9 @@ How the actor drives it::
     the connection is gone (either side)      -> detach(now)
     administrative removal of an offline one  -> expire(now)
     a restarted actor found its subscriptions -> restore(subscriptions, now)
+    ... and the commit log its flows          -> restore_flows(flights, inbound_qos2, unsent)
+    the commit log could not store a read's   -> refuse_unstored(acks, code, reason): the
+    QoS 1/2 PUBLISHes                            refusals to send in place of the acks
     Deliver with MQTT 5 options / shared       -> deliver_matched(...), deliver5(...)
     re-authentication failed                  -> disconnect(code, reason)
 
@@ -31,7 +34,9 @@ The MQTT 5 rules are in :class:`~.mqtt5.Mqtt5Rules`, a mixin this class
 calls at a few hooks; an MQTT 3 connection never reaches them. What the
 rest of the broker sends the client through the session (``deliver``,
 ``hold_output`` / ``release_output``, ``subscribed``, ``unsubscribed``) is
-in :class:`~.outbound.OutboundRules`, another mixin, to keep this module short.
+in :class:`~.outbound.OutboundRules`, another mixin, to keep this module short;
+what the commit log asks of the core (flows back after a restart,
+refusals of what it could not store) is in :class:`~.durable_rules.DurableRules`.
 
 State changes go through the :mod:`~actorbroker.session.lifecycle` table;
 calling a method in a state that does not allow it raises
@@ -73,6 +78,7 @@ from actorbroker.codec.states import ConnectionState, next_state
 from . import lifecycle
 from .authorization import Grants
 from .config import SessionConfig, coalesce
+from .durable_rules import DurableRules
 from .effects import (
     EXPIRY_TIMER,
     WILL_TIMER,
@@ -103,7 +109,7 @@ _CONNECTED = SessionState.CONNECTED
 _WIRE_CONNECTED = ConnectionState.CONNECTED
 
 
-class SessionCore(OutboundRules, Mqtt5Rules):
+class SessionCore(OutboundRules, Mqtt5Rules, DurableRules):
     """The Session State of one client id and the rules of its connection (see module doc)."""
 
     def __init__(self, client_id: str, config: SessionConfig | None = None) -> None:

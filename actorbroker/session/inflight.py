@@ -118,6 +118,22 @@ class Inflight:
                 entry.sent = True
         return packets
 
+    def restore(self, packet_id: int, delivery: Delivery, *, released: bool, sent: bool) -> None:
+        """Put back a flow the commit log kept, after those restored before it.
+
+        ``released``: the client sent PUBREC (its PUBREL is resent);
+        ``sent``: False if its PUBLISH was never written (:meth:`unsent`).
+        ValueError for a QoS 0 delivery or a packet id already in use.
+        """
+        if delivery.qos not in (1, 2):
+            raise ValueError(f"packet id {packet_id}: a QoS {delivery.qos} delivery in flight")
+        event = table.SEND_QOS1 if delivery.qos == 1 else table.SEND_QOS2
+        state = table.advance(table.INITIAL, event, packet_id)
+        if released:
+            state = table.advance(state, table.PUBREC, packet_id)
+        self._ids.reserve(packet_id)
+        self._entries[packet_id] = _Entry(delivery, state, sent)
+
     def unsent(self, packet_id: int) -> bool:
         """The PUBLISH of ``packet_id``'s flow was never written: its next send is a first one.
 

@@ -19,7 +19,8 @@ applies it), :meth:`Link.fits` says whether a delivery fits the client's
 Maximum Packet Size ([MQTT-3.1.2-24]: one that does not is dropped for that
 client), :meth:`Link.outgoing` assigns Topic Aliases, and :meth:`Link.reason`
 gives Reason String properties only when the client allows problem
-information ([MQTT-3.1.2-29]).
+information ([MQTT-3.1.2-29]); :meth:`Link.refusal` leaves it out of a
+refusing PUBACK/PUBREC that it would make too large for the client.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from actorbroker.codec import (
     Publish,
     PubRec,
     ReasonCode,
+    encode,
 )
 
 from .aliases import InboundAliases, OutboundAliases
@@ -152,3 +154,15 @@ class Link:
         if not self.problem_info:
             return NO_PROPERTIES
         return Properties(reason_string=text[:_MAX_REASON])
+
+    def refusal(self, kind: type[PubAck] | type[PubRec], packet_id: int, code: int,
+                text: str) -> PubAck | PubRec:
+        """A PUBACK/PUBREC refusing ``packet_id`` with ``code``, and :meth:`reason` ``text``
+        unless it would make the packet larger than the client's Maximum Packet Size
+        ([MQTT-3.4.2-2], [MQTT-3.5.2-2])."""
+        refusal = kind(packet_id, code, self.reason(text))
+        limit = self.max_packet_size
+        if limit is not None and refusal.properties is not NO_PROPERTIES \
+                and len(encode(refusal, 5)) > limit:
+            return kind(packet_id, code)
+        return refusal

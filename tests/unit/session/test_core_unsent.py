@@ -11,8 +11,6 @@ from __future__ import annotations
 from actorbroker.codec import Connect, Properties, PubAck, PubRec, PubRel, Publish
 from actorbroker.session import (AppMessage, Effect, QueuePolicy, Send, SessionConfig,
                                  SessionCore)
-from actorbroker.session.message import Delivery
-from actorbroker.session.restore import restore_flows
 
 
 def core_with(window: int = 2, level: int = 4) -> SessionCore:
@@ -87,12 +85,3 @@ def test_a_resend_the_smaller_window_defers_stays_a_first_send_until_it_goes() -
     assert [(p.packet_id, p.dup) for p in publishes(core.handle(PubAck(1), 0.0))] == [(2, False)]
     # Connection lost again: 2 went out (DUP=1 from now on), 3 never did (still DUP=0).
     assert [(p.packet_id, p.dup) for p in reconnect(core, 5)] == [(2, True), (3, False)]
-
-
-def test_restored_flows_keep_the_mark() -> None:
-    core = SessionCore("sub", SessionConfig())
-    core.restore([], 0.0)
-    flights = [(pid, Delivery(AppMessage(f"t{pid}", b"x", 1), 1, False), False) for pid in (4, 5)]
-    restore_flows(core, flights, [], unsent={5})
-    effects = core.attach(Connect("MQTT", 4, "sub", False, 0), 1.0)
-    assert [(p.packet_id, p.dup) for p in publishes(effects)] == [(4, True), (5, False)]

@@ -1,7 +1,7 @@
 """Messages layer: actor messages shared by transport and actors. Imports the stdlib and actorbroker.codec only.
 
 Every message is a frozen slotted dataclass (never a dict); commands are
-imperative, notifications past tense (STYLE.md). Dispatch with ``match``::
+imperative, notifications past tense (docs/style.md). Dispatch with ``match``::
 
     match message:
         case Inbound(conn_id, packets, credit): ...

@@ -7,7 +7,8 @@ The actor does not know the transport: :mod:`actorbroker.app` hands it an
 broker does not come up half-listening); its ``on_stop`` stops accepting and
 then closes every connection of the listener, waiting until they are gone,
 so their sessions see ``ConnectionLost`` while the rest of the tree still
-runs. Listeners start last and stop first (DESIGN.md).
+runs. Listeners start last and stop first (docs/architecture.md,
+"The tree").
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Actors layer: which user each session belongs to. Stdlib only.
 
 A session belongs to the user who made it: a CONNECT with its client id
-from another user name is refused (the hijack of issue 17: bob, with a
-valid password, connecting with alice's client id and Clean Session 0 got
-her queued messages). The gateway asks :meth:`Owners.claim` at every
+from another user name is refused, so that no one takes over another user's session: without it,
+bob, with a valid password, connecting with alice's client id and Clean
+Session 0 would get her queued messages. The gateway asks :meth:`Owners.claim` at every
 accepted CONNECT; the first claim of a client id makes its user the owner
 (``""``: anonymous), later claims by the same user renew it, others are
 refused.

@@ -30,16 +30,14 @@ from actorbroker.persistence.records import DisconnectCause
 from actorbroker.session import EXPIRY_TIMER, AppMessage, Delivery, Effect, SessionCore
 
 from .durability import SessionDurability
-from .durable_messages import Durable, Fetched, Hibernated, LoadSession, NotDurable, SessionLoad
+from .durable_messages import Hibernated, LoadSession, SessionLoad
 from .keeper import Sleeping
 from .messages import SessionEnded
 from .node import Node
 
-__all__ = ["DURABLE_MESSAGES", "DurableSession", "disconnect_cause"]
+__all__ = ["DurableSession", "disconnect_cause"]
 
 log = logging.getLogger("actorbroker.session")
-
-DURABLE_MESSAGES = (Durable, NotDurable, Fetched)
 
 
 def disconnect_cause(reason: str, *, client_sent_disconnect: bool) -> int:

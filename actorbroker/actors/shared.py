@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
 from pykka import ActorDeadError
@@ -263,10 +263,6 @@ class SharedSlots:
                 batches.setdefault(key, []).append(message)
             for (client_id, final), batch in batches.items():
                 yield client_id, whole, members.get(client_id, (0, 0)), final, batch
-
-    def member_of(self, whole: str) -> Callable[[str], Grant | None]:
-        """A lookup of group ``whole``'s grants."""
-        return self._members.get(whole, {}).get
 
     def __bool__(self) -> bool:
         return bool(self.groups)

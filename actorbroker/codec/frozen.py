@@ -1,7 +1,7 @@
 """Codec layer: cheap construction of frozen slotted dataclasses. Imports the stdlib only.
 
 The packets, session effects, actor messages and application messages are
-frozen slotted dataclasses (STYLE.md), and the hot paths make several per
+frozen slotted dataclasses (docs/style.md), and the hot paths make several per
 message. The ``__init__`` that ``dataclass(frozen=True)`` writes stores each
 field through ``object.__setattr__``, looked up by name per field; that costs
 about three times a plain slot store (325 ns against 112 ns for two fields,

@@ -172,12 +172,6 @@ class OffsetQueue:
         self._head = self._dead = self.count = self.bytes = 0
         return entries
 
-    def topic_ids(self) -> Iterator[int]:
-        """Topic ids of the live entries."""
-        for index in range(self._head, len(self._offsets)):
-            if not self._meta[index] & _REMOVED:
-                yield self._topics[index]
-
     def copy(self) -> OffsetQueue:
         """An independent queue of the live entries."""
         twin = OffsetQueue()

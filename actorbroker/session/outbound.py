@@ -6,7 +6,7 @@ direction, driven by the rest of the broker rather than by the client: a
 delivery from a topic, the connection's output backing up or draining, and
 the registry's answers to SUBSCRIBE and UNSUBSCRIBE (SUBACK, then retained
 messages; UNSUBACK), and the actor's report of PUBLISHes it never wrote.
-It lives apart so that the core stays one readable module (STYLE.md:
+It lives apart so that the core stays one readable module (docs/style.md:
 under 400 lines); the methods are found on the class like any other, so :meth:`~OutboundRules.deliver`, the fan-out hot path, costs
 no extra call.
 

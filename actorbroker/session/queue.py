@@ -58,10 +58,6 @@ class QueuePolicy:
         if self.max_queued_messages < 0 or self.max_queued_bytes < 0:
             raise ValueError("queue limits must be >= 0 (0 means unlimited)")
 
-    def window_open(self, inflight: int) -> bool:
-        """True if one more QoS 1/2 delivery may be in flight."""
-        return inflight < self.max_inflight
-
 
 class OutboundQueue:
     """FIFO of deliveries waiting for the client or for the inflight window."""

@@ -1,8 +1,9 @@
 """Transport layer: sockets to MQTT connections on uvloop. Imports stdlib, asyncio, uvloop, websockets, codec and messages.
 
-The only package that imports asyncio, uvloop or ssl (STYLE.md); it never
-imports the actors, session, routing or persistence layers (import-linter
-checks it). The contract with the actors is in :mod:`.gateway`.
+The only package that imports uvloop or ssl and touches the MQTT sockets
+(docs/style.md); it never imports the actors, session, routing or
+persistence layers (import-linter checks it). The contract with the actors
+is in :mod:`.gateway`.
 
     from actorbroker.transport import TransportStats, new_event_loop, start_listener
 

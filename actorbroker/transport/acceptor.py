@@ -66,11 +66,6 @@ class Acceptor:
         self._limiter = LogLimiter(log)
         self._name = _name(sock)
 
-    @property
-    def backing_off(self) -> bool:
-        """True while accepting is suspended after an error."""
-        return self._timer is not None
-
     def start(self) -> None:
         """Begin accepting."""
         if not self._running:

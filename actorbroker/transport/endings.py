@@ -15,7 +15,7 @@ gives up then never reads the DISCONNECT (a client answering the PUBRECs of
 more than its Receive Maximum of QoS 2 PUBLISHes saw a reset instead of
 DISCONNECT 0x93; some TCP stacks also drop what the peer had not read). The
 session is told exactly once (``ConnectionLost``). It lives apart so that
-the connection module stays one readable file (STYLE.md: under 400 lines);
+the connection module stays one readable file (docs/style.md: under 400 lines);
 none of it is on the per-packet path, and the methods are found on the class
 like any other.
 """

@@ -1,4 +1,4 @@
-"""Import rules from STYLE.md that import-linter cannot express.
+"""Import rules from docs/style.md that import-linter cannot express.
 
 import-linter (``make lint``) forbids named packages; this test checks the
 positive rule: the codec and routing cores import the standard library only.

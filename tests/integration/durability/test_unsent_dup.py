@@ -1,6 +1,6 @@
 """A PUBLISH the broker never wrote goes out with DUP=0 later: after a reconnect, a SIGTERM restart, or a kill -9 once its record is stored.
 
-Issue #15's cause, on a real ``actorbroker serve`` with raw sockets. A
+The case of docs/storage.md (a DISCONNECT in the same write as the acks), on a real ``actorbroker serve`` with raw sockets. A
 durable QoS 1 subscriber ``S`` has a full inflight window and a queue
 behind it; it sends the window's PUBACKs and DISCONNECT in one write and
 half-closes. The acks free the window and the session refills it, but

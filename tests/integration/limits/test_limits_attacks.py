@@ -1,4 +1,4 @@
-"""Issue 17's attacks, one after the other, against one served broker: each refused or
+"""The attacks of docs/security.md ("Attack by attack"), one after the other, against one served broker: each refused or
 bounded, a healthy client served meanwhile, and memory back to its baseline afterwards.
 
 One ``actorbroker serve`` (its own /proc/PID/status) with a user file and the limits

@@ -31,7 +31,7 @@ Secure = Callable[..., RunningBroker]
 
 
 def test_paho_suite_subscribe_failure(tmp_path: Path, secure: Secure) -> None:
-    """client_test.py's test_subscribe_failure: ``test/nosubscribe`` refused with 0x80 (3.1.1)."""
+    """The paho interoperability suite's test_subscribe_failure: ``test/nosubscribe`` refused with 0x80 (3.1.1)."""
     acl = tmp_path / "acl"
     acl.write_text("topic readwrite #\ntopic deny test/nosubscribe\n")
     broker = secure(acl_file=str(acl))

@@ -1,4 +1,4 @@
-"""A session belongs to the user who made it (the hijack of issue 17): bob, with a valid
+"""A session belongs to the user who made it (docs/security.md): bob, with a valid
 password, connecting with alice's client id gets nothing of hers, before and after a
 restart; use_username_as_clientid; the owner is let go when the session ends."""
 

@@ -1,6 +1,6 @@
-"""Clients never publish into $SYS (issue 17: a retained ``$SYS/broker/evil`` was accepted
-and survived a restart; a forged ``$SYS/broker/clients/connected`` reached ``$SYS/#``
-subscribers). MQTT 5 gets PUBACK/PUBREC 0x87; MQTT 3 is acknowledged and dropped."""
+"""Clients never publish into $SYS (otherwise a retained ``$SYS/broker/evil`` would be
+accepted and survive a restart, and a forged ``$SYS/broker/clients/connected`` would reach
+``$SYS/#`` subscribers). MQTT 5 gets PUBACK/PUBREC 0x87; MQTT 3 is acknowledged and dropped."""
 
 from __future__ import annotations
 

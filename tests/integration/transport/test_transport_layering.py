@@ -1,4 +1,4 @@
-"""The transport's import rule (STYLE.md), the positive way import-linter cannot say.
+"""The transport's import rule (docs/style.md), the positive way import-linter cannot say.
 
 actorbroker/transport imports the standard library, uvloop, websockets
 (its sans-IO protocol, for ws/wss listeners), actorbroker.codec and

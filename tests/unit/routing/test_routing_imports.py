@@ -1,4 +1,4 @@
-"""The routing layer imports the standard library only (STYLE.md, import direction)."""
+"""The routing layer imports the standard library only (docs/style.md, import direction)."""
 
 from __future__ import annotations
 

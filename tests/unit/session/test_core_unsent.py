@@ -2,7 +2,7 @@
 
 [MQTT-3.3.1-1]: DUP=0 means the first occasion the sender attempted to send
 the PUBLISH; DUP=1 only when it may have been received before. The actor
-reports the first PUBLISHes its connection never got (issue #15: held for
+reports the first PUBLISHes its connection never got (held for
 the commit log when the client's DISCONNECT closed the connection).
 """
 

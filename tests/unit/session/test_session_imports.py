@@ -1,4 +1,4 @@
-"""The session layer imports the standard library, the codec and routing only (STYLE.md)."""
+"""The session layer imports the standard library, the codec and routing only (docs/style.md)."""
 
 from __future__ import annotations
 

@@ -71,6 +71,18 @@ STRICT = [
     Row("accepted", "alice-3", "alice", "a"),
 ]
 
+# After ten failed logins from 127.0.0.1 the address is blocked for 32 s (auth/throttle.py):
+# the rows before the throttle still answer first, and a right password is refused unchecked.
+THROTTLED = [
+    Row("client id before throttle", LONG_ID, "alice", "a", v3=0x02, v5=(0x85, "[MQTT-3.1.3-5]")),
+    Row("keepalive before throttle", "alice-5", "alice", "a", keepalive=SLOW,
+        v3=0x02, v5=(0x86, "too many failed logins")),
+    Row("throttle", "alice-5", "alice", "a", v3=0x04, v5=(0x86, "too many failed logins")),
+    Row("anonymous, nothing to throttle", "alice-5", v3=0x05, v5=(0x87, "anonymous")),
+    Row("a method skips the throttle", "alice-5", "alice", "a", method="NOPE",
+        v5=(0x8C, "'NOPE' not served"), levels=(5,)),
+]
+
 # server_moved refuses every CONNECT first, a good one too.
 MOVED = [
     Row("moved", LONG_ID, "alice", "wrong", BAD_WILL, SLOW, v3=0x03, v5=(0x9D, "moved")),
@@ -154,4 +166,9 @@ def test_connect_rules_order(tmp_path: Path, start_broker: Start, table: str) ->
     # alice owns "shared-1" (a session that outlives its connection) before bob tries it.
     owner = Row("alice", "shared-1", "alice", "a")
     assert _connect(broker, 4, owner, clean=False)[0] == 0
+    # The good logins between its rows keep 127.0.0.1 under the throttle's 5 free failures.
     assert _observe(broker, STRICT) == []
+    wrong = Row("wrong", "alice-5", "alice", "wrong")
+    for _ in range(10):
+        assert _connect(broker, 4, wrong)[0] == 0x04
+    assert _observe(broker, THROTTLED) == []

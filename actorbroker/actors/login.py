@@ -5,7 +5,7 @@ the ones that need the node's state: the gateway asks :meth:`Login.admit`
 for every CONNECT that passed the stateless ones (``session.decide``). Each
 refusal is a ``session.Refused`` built by ``session.refuse``. In order:
 
-1. **Password** (a user file is configured and the CONNECT has a user
+1. **Password** (rows 6 and 7; a user file is configured and the CONNECT has a user
    name: :meth:`Login.password_needed`): checked against the user store
    (``auth.Security``) off the loop (``password_checks``), the result given
    to :meth:`Login.admit` as ``checked``. An address that failed too often
@@ -15,16 +15,16 @@ refusal is a ``session.Refused`` built by ``session.refuse``. In order:
    the gateway schedules the CONNACK, the loop goes on) and logged with the
    user name and address, never the password. An MQTT 5 CONNECT naming an
    Authentication Method skips this: its exchange decides (``actors.auth``).
-2. **Anonymous**: a client that did not authenticate is refused with 0x05
+2. **Anonymous** (row 8): a client that did not authenticate is refused with 0x05
    (MQTT 5: 0x87) unless ``allow_anonymous``.
-3. ``use_username_as_clientid``: the client id becomes the user name (0x05
-   without one). ``client_id_patterns``: the client id must match one of
+3. ``use_username_as_clientid`` (row 9): the client id becomes the user name (0x05
+   without one). ``client_id_patterns`` (row 10): the client id must match one of
    them (``auth.ClientIdPatterns``; 0x05, MQTT 5: 0x87).
 4. **Will**: a Will topic in ``$SYS``, or one the ACL does not let the
    client write, is dropped (logged): the client connects, its Will is
    never published, as Mosquitto 2 does (it accepts the CONNECT and checks
    the Will when publishing it; the test against Mosquitto compares both).
-5. **Ownership**: the client id's session belongs to another user
+5. **Ownership** (row 11): the client id's session belongs to another user
    (``owners.Owners``): 0x05 (MQTT 5: 0x87), unless the client's user is
    one of ``takeover_users``, who use the session and leave it its owner's.
 """

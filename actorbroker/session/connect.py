@@ -200,8 +200,11 @@ def refuse(connect: Connect, code: ConnectReturnCode | None, reason: str, *,
     if connect.protocol_level != 5:
         connack = None if code is None else ConnAck(False, code)
         return Refused(code, reason, connack, delay)
-    wire = v5 if v5 is not None else _V5_REASON[code] if code is not None else None
-    if wire is None:
+    if v5 is not None:
+        wire: int = v5
+    elif code is not None:
+        wire = _V5_REASON[code]
+    else:
         raise ValueError("an MQTT 5 refusal needs a reason code")
     if connect.properties.request_problem_information != 0:
         properties = dataclasses.replace(properties,

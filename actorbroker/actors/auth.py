@@ -7,8 +7,8 @@ on the loop thread (SCRAM is a few HMACs): each AUTH 0x18 from the client is
 one step, answered with AUTH 0x18 (continue); on success the gateway
 dispatches the ``Attach`` (with the last Authentication Data, which the
 session puts in its CONNACK) and re-points the port at the session; on
-failure a refusing CONNACK (0x87 Not authorized, 0x82 for an out-of-place
-packet) closes the connection. The transport lets only AUTH and DISCONNECT
+failure the gateway refuses it (row 13 of the table in ``session/connect.py``:
+0x87 Not authorized, 0x82 for an out-of-place packet). The transport lets only AUTH and DISCONNECT
 through before CONNACK ([MQTT-3.1.2-30]).
 
 After CONNACK (:class:`Reauthentication`, owned by the session actor): AUTH
@@ -28,8 +28,9 @@ import logging
 from typing import Any
 
 from actorbroker.auth import Authenticators, Continue, Exchange, Failure, Success
-from actorbroker.codec import Auth, ConnAck, Disconnect, Properties, ReasonCode
+from actorbroker.codec import Auth, Disconnect, Properties, ReasonCode
 from actorbroker.messages import ConnectionLost, Inbound
+from actorbroker.session import refuse
 
 from .messages import Attach
 
@@ -103,13 +104,8 @@ class AuthPort:
             self._gateway.authenticated(
                 dataclasses.replace(attach, auth_data=outcome.data, connect=connect))
             return
-        host, port = conn.peer
-        log.info("refused client %r from %s:%s: %s", self._attach.client_id, host, port,
-                 outcome.reason)
-        problem = self._attach.connect.properties.request_problem_information != 0
-        props = Properties(reason_string=outcome.reason[:200]) if problem else Properties()
-        conn.send((ConnAck(False, outcome.reason_code, props),))
-        conn.close(reason=outcome.reason)
+        self._gateway.refuse(conn, refuse(self._attach.connect, None, outcome.reason,
+                                          v5=outcome.reason_code))
 
 
 class Reauthentication:

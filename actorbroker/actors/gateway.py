@@ -3,15 +3,29 @@
 The transport calls :meth:`SessionGateway.connect` synchronously on the loop
 thread when a connection's CONNECT arrives (the contract is
 ``actorbroker.transport.gateway.Gateway``; this module only relies on its
-shape, it never imports the transport). The gateway:
+shape, it never imports the transport). The gateway drives the CONNECT
+rules; which rule refuses with which code, and in which order, is the table
+of ``session/connect.py``:
 
-1. applies :func:`~actorbroker.session.check_connect` (protocol level,
-   client id rules, Will, and the keepalive limit): a refusal queues the
-   CONNACK with its return code, closes the connection, returns None;
-2. finds the session actor of the client id in the name table, or starts
-   one under the Sessions sharded supervisor (sharded by client id);
-3. tells it ``Attach`` through a :class:`ConnectionPort` and returns that
-   port: every later message of the connection goes through it.
+1. :func:`~actorbroker.session.decide` applies the rules that need no
+   state (the node moved, protocol level, client id, Will, keepalive);
+2. :class:`~.login.Login` the ones that need the node's state (throttle,
+   password, anonymous clients, client id from the user name and its
+   patterns, the Will's ACL, the session's owner). A password is checked
+   off the loop (``password_checks``): the gateway returns the connection's
+   port at once, holding, and goes on when the answer is back;
+3. an MQTT 5 CONNECT naming an Authentication Method the node serves runs
+   its exchange in an :class:`~.auth.AuthPort` first and is dispatched only
+   once it succeeded (:meth:`SessionGateway.authenticated`);
+4. otherwise it finds the session actor of the client id in the name table,
+   or starts one under the Sessions sharded supervisor (sharded by client
+   id), tells it ``Attach`` through a :class:`ConnectionPort` and returns
+   that port: every later message of the connection goes through it.
+
+A refusal (:meth:`SessionGateway.refuse`) queues the CONNACK the rule built
+(``session.refuse``), closes the connection and returns None; a failed
+login's waits ``Refused.delay`` (``call_later``), its connection meanwhile
+pointed at a port that drops reads.
 
 Starting an actor is asynchronous. Until its ref is known the port holds
 what it is told and forwards it, in order, once the ref is there; a second
@@ -19,15 +33,6 @@ CONNECT of the same client id meanwhile joins the same start (one creation
 in flight per client id), so Attaches reach the session in CONNECT order
 and the later one takes the earlier over ([MQTT-3.1.4-2]).
 
-MQTT 5 (and credentials): a CONNECT is refused while the node redirects
-clients for good (``server_moved``: CONNACK 0x9D with the Server Reference,
-MQTT 3: 0x03); one naming an Authentication Method the node does not serve
-gets 0x8C; one naming a served method runs its exchange in an
-:class:`~.auth.AuthPort` first and is dispatched only once it succeeded
-(:meth:`SessionGateway.authenticated`). User names and passwords, anonymous
-clients, the Will's topic and the session's owner are checked by
-:class:`~.login.Login`; a failed login gets its CONNACK after a delay
-(``call_later``), its connection meanwhile pointed at a port that drops reads.
 On a TLS listener with use_identity_as_username the verified client
 certificate authenticates (``conn.identity``): its name replaces the
 CONNECT's user name and password, and no password is checked (Mosquitto's
@@ -51,22 +56,14 @@ from typing import Any
 from pykka import ActorDeadError, ActorRef
 
 from actorbroker.auth import Exchange
-from actorbroker.codec import (
-    ConnAck,
-    Connect,
-    ConnectReturnCode,
-    Properties,
-    ReasonCode,
-    protocol_name,
-    shown,
-)
+from actorbroker.codec import Connect, ConnectReturnCode, protocol_name, shown
 from actorbroker.messages import Inbound
-from actorbroker.session import Refused, check_connect, refuse
+from actorbroker.session import Accepted, Refused, auth_method_served, decide, refuse
 from supervisors import ChildSpec, LoopFuture, Restart, start_sharded_child
 
 from .auth import AuthPort
 from .keeper import Sleeping
-from .login import Admitted, Login, Verdict
+from .login import Admitted, Login
 from .messages import Attach
 from .node import Node
 from .password_checks import PasswordChecks
@@ -154,90 +151,76 @@ class SessionGateway:
         self.login = Login(node.settings, node.owners, clock)
 
     def connect(self, conn: Any, packet: Connect) -> Any:
-        """Accept or refuse ``packet`` (see the module doc); never raises for a peer's sake."""
-        settings = self._node.settings
-        if settings.server_moved:
-            _refuse(conn, _moved(packet, settings.server_reference),
-                    f"server moved to {settings.server_reference!r} (configuration)", packet)
-            return None
+        """Accept or refuse ``packet`` (the rules: ``session/connect.py``); never raises for a
+        peer's sake. The connection's port, or None if it was refused."""
         identity = conn.identity
-        if identity is not None:  # the listener verified a client certificate naming this user
-            packet = dataclasses.replace(packet, username=identity, password=None)
-        decision = check_connect(packet, settings.connect)
+        decision = decide(packet, self._node.settings.connect, identity=identity)
         if isinstance(decision, Refused):
-            _refuse(conn, decision.connack, decision.reason, packet)
-            return None
-        if packet.protocol_level != 5 and packet.keepalive > settings.max_keepalive:
-            # A 3.x client cannot be told a Server Keep Alive: refuse it, as Mosquitto does.
-            _refuse(conn, ConnAck(False, ConnectReturnCode.IDENTIFIER_REJECTED),
-                    f"keepalive {packet.keepalive}s above max_keepalive {settings.max_keepalive}s")
-            return None
-        login = self.login
+            return self.refuse(conn, decision)
+        login, packet = self.login, decision.connect
         if identity is None and login.password_needed(packet):
             throttled = login.throttled(conn.peer[0], packet)
             if throttled is not None:
-                return self._refuse_login(conn, packet, throttled)
+                return self.refuse(conn, throttled)
             # Held until the hash is checked off the loop (password_checks.py): read credit
             # pauses the client meanwhile, a session start holds the same way.
             port = ConnectionPort()
-            security = settings.security
+            security = self._node.settings.security
             assert security is not None and packet.username is not None
             self._passwords.check(security.check_password, packet.username,
                                   packet.password or b"",
-                                  partial(self._checked, conn, packet, decision.client_id,
-                                          decision.assigned, port))
+                                  partial(self._checked, conn, decision, port))
             return port
         admitted = login.admit(conn.peer[0], packet, decision.client_id,
                                verified=identity is not None)
-        return self._admitted(conn, packet, decision.assigned, admitted)
+        return self._admitted(conn, decision.assigned, admitted)
 
-    def _checked(self, conn: Any, packet: Connect, client_id: str, assigned: bool,
-                 port: ConnectionPort, ok: bool) -> None:
-        """The password of ``packet`` was checked: go on with the login, through ``port``."""
+    def _checked(self, conn: Any, decision: Accepted, port: ConnectionPort, ok: bool) -> None:
+        """The password of ``decision``'s CONNECT was checked: go on with the login, through
+        ``port``."""
         if conn.closed:  # gone meanwhile: what it sent goes nowhere, nothing was claimed
             port.take_held()
             return
-        admitted = self.login.admit(conn.peer[0], packet, client_id, checked=ok)
-        target = self._admitted(conn, packet, assigned, admitted, port)
+        admitted = self.login.admit(conn.peer[0], decision.connect, decision.client_id,
+                                    checked=ok)
+        target = self._admitted(conn, decision.assigned, admitted, port)
         if target is None:
             port.take_held()
         elif target is not port:  # a refusal's, which drops reads and gives their credit back
             port.bind(target)
 
-    def _admitted(self, conn: Any, packet: Connect, assigned: bool,
-                  admitted: Admitted | Verdict, port: ConnectionPort | None = None) -> Any:
+    def _admitted(self, conn: Any, assigned: bool, admitted: Admitted | Refused,
+                  port: ConnectionPort | None = None) -> Any:
         """After the login: refuse, or attach to the session through ``port`` (a new one if
         None); what the connection tells from now on, or None if it was refused."""
-        if isinstance(admitted, Verdict):
-            return self._refuse_login(conn, packet, admitted)
-        settings = self._node.settings
-        packet, client_id, claim = admitted.connect, admitted.client_id, admitted.claim
-        method = packet.properties.authentication_method if packet.protocol_level == 5 else None
+        if isinstance(admitted, Refused):
+            return self.refuse(conn, admitted)
+        packet, client_id = admitted.connect, admitted.client_id
         if assigned or client_id != packet.client_id:
             conn.client_id = client_id
+        auth = self._node.settings.auth
+        refused = auth_method_served(packet, () if auth is None else auth.methods)
+        if refused is not None:
+            return self.refuse(conn, refused)
         port = ConnectionPort() if port is None else port
-        attach = Attach(conn, packet, client_id, assigned, port, claim=claim,
+        attach = Attach(conn, packet, client_id, assigned, port, claim=admitted.claim,
                         owner=self.login.taken_from(client_id, packet))
+        method = packet.properties.authentication_method if packet.protocol_level == 5 else None
         if method is None:
             self._dispatch(attach)
             return port
-        authenticator = None if settings.auth is None else settings.auth.get(method)
-        if authenticator is None:
-            _refuse(conn, ConnAck(False, ReasonCode.BAD_AUTHENTICATION_METHOD),
-                    f"authentication method {method!r} not served", packet)
-            return None
-        auth_port = AuthPort(self, attach, Exchange(authenticator, client_id))
+        auth_port = AuthPort(self, attach, Exchange(auth.get(method), client_id))
         port.bind(auth_port)
         auth_port.start()
         return port
 
-    def _refuse_login(self, conn: Any, packet: Connect, verdict: Verdict) -> Any:
-        """Refuse now, or after the verdict's delay (the connection waits, its reads dropped)."""
-        connack = refuse(packet, verdict.code, verdict.reason).connack
-        if verdict.delay <= 0 or self._call_later is None:
-            _refuse(conn, connack, verdict.reason, packet)
+    def refuse(self, conn: Any, refused: Refused) -> Any:
+        """Carry out ``refused``: now, or after its delay (the connection meanwhile points at
+        a port that drops its reads, which this returns; None otherwise)."""
+        if refused.delay <= 0 or self._call_later is None:
+            _send_refusal(conn, refused)
             return None
-        self._call_later(verdict.delay, _refuse_if_open, conn, connack, verdict.reason, packet)
+        self._call_later(refused.delay, _refuse_if_open, conn, refused)
         return _Refusing(conn)
 
     def authenticated(self, attach: Attach) -> None:
@@ -247,10 +230,9 @@ class SessionGateway:
         claimed for that user here.
         """
         claimed = self.login.claim(attach.client_id, attach.connect)
-        if isinstance(claimed, Verdict):
+        if isinstance(claimed, Refused):
             attach.port.take_held()
-            _refuse(attach.conn, refuse(attach.connect, claimed.code, claimed.reason).connack,
-                    claimed.reason, attach.connect)
+            _send_refusal(attach.conn, claimed)
             return
         attach.port.unbind()
         self._dispatch(dataclasses.replace(
@@ -325,8 +307,9 @@ class SessionGateway:
                     pass
             for message in port.take_held():
                 if isinstance(message, Attach):
-                    _refuse(message.conn, ConnAck(False, ConnectReturnCode.SERVER_UNAVAILABLE),
-                            "the session could not be started")
+                    _send_refusal(message.conn, refuse(
+                        message.connect, ConnectReturnCode.SERVER_UNAVAILABLE,
+                        "the session could not be started"))
 
 
 class SessionStarter:
@@ -346,34 +329,17 @@ class SessionStarter:
         return ref
 
 
-def _moved(packet: Connect, reference: str) -> ConnAck:
-    """The CONNACK of a node that moved for good: v5 0x9D with the reference, 3.x 0x03."""
-    if packet.protocol_level != 5:
-        return ConnAck(False, ConnectReturnCode.SERVER_UNAVAILABLE)
-    return ConnAck(False, ReasonCode.SERVER_MOVED, Properties(server_reference=reference))
-
-
-def _refuse_if_open(conn: Any, connack: ConnAck | None, reason: str, packet: Connect) -> None:
-    """A delayed login refusal: unless the client went meanwhile."""
+def _refuse_if_open(conn: Any, refused: Refused) -> None:
+    """A delayed refusal: unless the client went meanwhile."""
     if not conn.closed:
-        _refuse(conn, connack, reason, packet)
+        _send_refusal(conn, refused)
 
 
-def _refuse(conn: Any, connack: ConnAck | None, reason: str, packet: Connect | None = None
-            ) -> None:
-    """Queue the refusing CONNACK (if the version has one for it) and close.
-
-    An MQTT 5 CONNACK carries ``reason`` as its Reason String unless the
-    CONNECT asked for no problem information ([MQTT-3.1.2-29]).
-    """
-    if (connack is not None and packet is not None and packet.protocol_level == 5
-            and packet.properties.request_problem_information != 0
-            and connack.properties.reason_string is None):
-        connack = ConnAck(connack.session_present, connack.reason_code, dataclasses.replace(
-            connack.properties, reason_string=reason[:200]))
+def _send_refusal(conn: Any, refused: Refused) -> None:
+    """Queue the refusing CONNACK (if the version has one for it), log, and close."""
     host, port = conn.peer
     log.info("refused client %s from %s:%s (%s): %s", shown(conn.client_id), host, port,
-             protocol_name(conn.protocol_level), reason)
-    if connack is not None:
-        conn.send((connack,))
-    conn.close(reason=reason)
+             protocol_name(conn.protocol_level), refused.reason)
+    if refused.connack is not None:
+        conn.send((refused.connack,))
+    conn.close(reason=refused.reason)

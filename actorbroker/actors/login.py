@@ -1,28 +1,30 @@
 """Actors layer: who may connect, as whom, with which client id and Will. Stdlib, codec, session, auth.
 
-The gateway asks :meth:`Login.check` for every CONNECT that passed the
-protocol checks (``session.check_connect``). In order:
+Rows 6 to 11 of the CONNECT rules (the table in ``session/connect.py``),
+the ones that need the node's state: the gateway asks :meth:`Login.admit`
+for every CONNECT that passed the stateless ones (``session.decide``). Each
+refusal is a ``session.Refused`` built by ``session.refuse``. In order:
 
-1. **Password** (a user file is configured and the CONNECT has a user
+1. **Password** (rows 6 and 7; a user file is configured and the CONNECT has a user
    name: :meth:`Login.password_needed`): checked against the user store
    (``auth.Security``) off the loop (``password_checks``), the result given
    to :meth:`Login.admit` as ``checked``. An address that failed too often
    is refused without a check (:meth:`Login.throttled`, ``auth.LoginThrottle``).
    A failure is refused with 0x04 (MQTT 5: 0x86, bad user name or
-   password) *after* ``[auth] login_failure_delay`` (:attr:`Verdict.delay`:
+   password) *after* ``[auth] login_failure_delay`` (``Refused.delay``:
    the gateway schedules the CONNACK, the loop goes on) and logged with the
    user name and address, never the password. An MQTT 5 CONNECT naming an
    Authentication Method skips this: its exchange decides (``actors.auth``).
-2. **Anonymous**: a client that did not authenticate is refused with 0x05
+2. **Anonymous** (row 8): a client that did not authenticate is refused with 0x05
    (MQTT 5: 0x87) unless ``allow_anonymous``.
-3. ``use_username_as_clientid``: the client id becomes the user name (0x05
-   without one). ``client_id_patterns``: the client id must match one of
+3. ``use_username_as_clientid`` (row 9): the client id becomes the user name (0x05
+   without one). ``client_id_patterns`` (row 10): the client id must match one of
    them (``auth.ClientIdPatterns``; 0x05, MQTT 5: 0x87).
 4. **Will**: a Will topic in ``$SYS``, or one the ACL does not let the
    client write, is dropped (logged): the client connects, its Will is
    never published, as Mosquitto 2 does (it accepts the CONNECT and checks
    the Will when publishing it; the test against Mosquitto compares both).
-5. **Ownership**: the client id's session belongs to another user
+5. **Ownership** (row 11): the client id's session belongs to another user
    (``owners.Owners``): 0x05 (MQTT 5: 0x87), unless the client's user is
    one of ``takeover_users``, who use the session and leave it its owner's.
 """
@@ -36,25 +38,16 @@ from dataclasses import dataclass
 
 from actorbroker.auth import LoginThrottle
 from actorbroker.codec import Connect, ConnectReturnCode
-from actorbroker.session import is_sys
+from actorbroker.session import Refused, is_sys, refuse
 
 from .node import NodeSettings
 from .owners import Owners
 
-__all__ = ["Admitted", "Login", "Verdict"]
+__all__ = ["Admitted", "Login"]
 
 log = logging.getLogger("actorbroker.auth")
 
 _RC = ConnectReturnCode
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """A refusal: the 3.x return code (mapped for MQTT 5), a log line, a delay in seconds."""
-
-    code: ConnectReturnCode
-    reason: str
-    delay: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,16 +72,16 @@ class Login:
         self.throttle = LoginThrottle()
 
     def admit(self, host: str, connect: Connect, client_id: str, *,
-              verified: bool = False, checked: bool | None = None) -> Admitted | Verdict:
+              verified: bool = False, checked: bool | None = None) -> Admitted | Refused:
         """Steps 1 to 5 for a CONNECT from ``host`` that passed the protocol checks
         (``verified``: its user name is a client certificate's, which the TLS listener
         verified: no password to check; ``checked``: the result of its password check,
         None if :meth:`password_needed` said none was)."""
-        verdict = None if verified else self.authenticate(host, connect, checked)
-        if verdict is not None:
-            return verdict
+        refused = None if verified else self.authenticate(host, connect, checked)
+        if refused is not None:
+            return refused
         named = self.client_id(connect, client_id)
-        if isinstance(named, Verdict):
+        if isinstance(named, Refused):
             return named
         refusal = self.will_refusal(connect, named)
         if refusal is not None:
@@ -97,7 +90,7 @@ class Login:
         if connect.protocol_level == 5 and connect.properties.authentication_method:
             return Admitted(connect, named, 0)
         claim = self.claim(named, connect)
-        if isinstance(claim, Verdict):
+        if isinstance(claim, Refused):
             return claim
         return Admitted(connect, named, claim)
 
@@ -109,15 +102,15 @@ class Login:
                 and not (connect.protocol_level == 5
                          and connect.properties.authentication_method))
 
-    def throttled(self, host: str, connect: Connect) -> Verdict | None:
+    def throttled(self, host: str, connect: Connect) -> Refused | None:
         """The refusal of a login from an address that failed too often, before any check."""
         if not self.throttle.blocked(host, self._clock()):
             return None  # not counted as a failure: a retry must not extend the block
-        return Verdict(_RC.BAD_USER_NAME_OR_PASSWORD,
-                       f"login of user {(connect.username or '')[:64]!r} refused: too many "
-                       f"failed logins from {host}", self._settings.login_failure_delay)
+        return refuse(connect, _RC.BAD_USER_NAME_OR_PASSWORD,
+                      f"login of user {(connect.username or '')[:64]!r} refused: too many "
+                      f"failed logins from {host}", delay=self._settings.login_failure_delay)
 
-    def authenticate(self, host: str, connect: Connect, checked: bool | None) -> Verdict | None:
+    def authenticate(self, host: str, connect: Connect, checked: bool | None) -> Refused | None:
         """Steps 1 and 2: None if the client may log in."""
         settings = self._settings
         if self.password_needed(connect):
@@ -128,30 +121,30 @@ class Login:
             self.throttle.failed(host, self._clock())
             user = connect.username[:64]  # a name of up to 64 KiB must not fill the log
             log.warning("failed login for user %r from %s", user, host)
-            return Verdict(_RC.BAD_USER_NAME_OR_PASSWORD,
-                           f"bad user name or password for user {user!r}",
-                           settings.login_failure_delay)
+            return refuse(connect, _RC.BAD_USER_NAME_OR_PASSWORD,
+                          f"bad user name or password for user {user!r}",
+                          delay=settings.login_failure_delay)
         if connect.protocol_level == 5 and connect.properties.authentication_method:
             return None
         if settings.allow_anonymous:
             return None
-        return Verdict(_RC.NOT_AUTHORIZED, "anonymous clients are not allowed "
-                                           "([auth] allow_anonymous)")
+        return refuse(connect, _RC.NOT_AUTHORIZED,
+                      "anonymous clients are not allowed ([auth] allow_anonymous)")
 
-    def client_id(self, connect: Connect, client_id: str) -> str | Verdict:
+    def client_id(self, connect: Connect, client_id: str) -> str | Refused:
         """Step 3: the client id the session takes."""
         settings = self._settings
         if settings.use_username_as_clientid:
             if connect.username is None:
-                return Verdict(_RC.NOT_AUTHORIZED,
-                               "use_username_as_clientid: a user name is needed")
+                return refuse(connect, _RC.NOT_AUTHORIZED,
+                              "use_username_as_clientid: a user name is needed")
             client_id = connect.username
         patterns = settings.client_id_patterns
         if patterns and connect.client_id and not patterns.allows(client_id, connect.username):
             user = "anonymous" if connect.username is None else repr(connect.username[:64])
-            return Verdict(_RC.NOT_AUTHORIZED, f"client id {client_id[:64]!r} is not one "
-                                               f"user {user} may use (client_id_patterns: "
-                                               f"{patterns})")
+            return refuse(connect, _RC.NOT_AUTHORIZED,
+                          f"client id {client_id[:64]!r} is not one user {user} may use "
+                          f"(client_id_patterns: {patterns})")
         return client_id
 
     def will_refusal(self, connect: Connect, client_id: str) -> str | None:
@@ -168,14 +161,14 @@ class Login:
             return f"Will topic {will.topic[:80]!r} not writable for this client (acl_file)"
         return None
 
-    def claim(self, client_id: str, connect: Connect) -> int | Verdict:
+    def claim(self, client_id: str, connect: Connect) -> int | Refused:
         """Step 5: the claim number of the session for the CONNECT's user, or the refusal."""
         user = connect.username or ""
         claim = self._owners.claim(client_id, user,
                                    takeover=user in self._settings.takeover_users)
         if claim is None:
-            return Verdict(_RC.NOT_AUTHORIZED, f"client id {client_id[:64]!r} belongs to "
-                                               "another user's session")
+            return refuse(connect, _RC.NOT_AUTHORIZED, f"client id {client_id[:64]!r} belongs"
+                                                       " to another user's session")
         return claim
 
     def taken_from(self, client_id: str, connect: Connect) -> str | None:

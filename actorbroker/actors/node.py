@@ -56,8 +56,9 @@ class NodeSettings:
     """The limits and knobs the actors apply (see :meth:`from_config`)."""
 
     session: SessionConfig = field(default_factory=SessionConfig)
+    #: The CONNECT rules that need no state (session/connect.py), the
+    #: redirection of a node that moved for good among them.
     connect: ConnectPolicy = field(default_factory=ConnectPolicy)
-    max_keepalive: int = 65535
     max_retained: int = 0            # 0: unlimited
     sys_interval: float = 10.0       # 0: no $SYS
     topic_idle: float = 30.0         # seconds before an unused topic actor stops
@@ -68,10 +69,6 @@ class NodeSettings:
     topic_shards: int = 8
     node_name: str = "actorbroker"
     shared_strategy: Strategy = Strategy.ROUND_ROBIN
-    #: MQTT 5 redirection: where clients should go ("" none), and whether the
-    #: server moved for good (0x9D, new clients refused) or only for now (0x9C).
-    server_reference: str = ""
-    server_moved: bool = False
     #: Authenticators by method name (MQTT 5 enhanced authentication) and the
     #: user name / password check; see actorbroker.auth.
     auth: Any = None
@@ -88,6 +85,17 @@ class NodeSettings:
     backpressure_timeout: float = 1.0
     #: Test-only: session and topic actors crash on CrashForTest (actors/faults.py).
     fault_injection: bool = False
+
+    @property
+    def server_reference(self) -> str:
+        """MQTT 5 redirection: where clients should go ("" none)."""
+        return self.connect.server_reference
+
+    @property
+    def server_moved(self) -> bool:
+        """Whether the server moved for good (0x9D, new clients refused) or only for now
+        (0x9C at shutdown)."""
+        return self.connect.server_moved
 
     @classmethod
     def from_config(cls, config: Config, **overrides: Any) -> NodeSettings:
@@ -132,10 +140,11 @@ class NodeSettings:
                 max_client_id_length=limits.max_client_id_length,
                 max_qos=limits.max_qos,
                 retain_available=config.retained.enabled,
+                max_keepalive=limits.max_keepalive,
+                server_moved=bool(v5.server_reference) and v5.redirect == "server_moved",
+                server_reference=v5.server_reference,
             ),
             "shared_strategy": strategies[v5.shared_subscription_strategy],
-            "server_reference": v5.server_reference,
-            "server_moved": bool(v5.server_reference) and v5.redirect == "server_moved",
             "allow_anonymous": config.auth.anonymous,
             "security": security,
             "auth": security.authenticators(),
@@ -143,7 +152,6 @@ class NodeSettings:
             "client_id_patterns": ClientIdPatterns(config.auth.client_id_patterns),
             "takeover_users": frozenset(config.auth.takeover_users),
             "login_failure_delay": config.auth.login_failure_delay,
-            "max_keepalive": limits.max_keepalive,
             "backpressure_timeout": limits.backpressure_timeout,
             "max_retained": config.retained.max_retained_messages,
             "sys_interval": config.sys.interval,

@@ -4,9 +4,9 @@ Imports the standard library, :mod:`actorbroker.codec` and
 :mod:`actorbroker.routing` only. No asyncio, threads or clocks: methods take
 ``now`` and return effects (:mod:`.effects`) for the SessionActor to carry out.
 
-    from actorbroker.session import SessionCore, check_connect, Accepted
+    from actorbroker.session import SessionCore, decide, Accepted
 
-    decision = check_connect(connect)            # Accepted(client_id, ...) or Refused
+    decision = decide(connect, policy)           # Accepted(client_id, ...) or Refused
     core = SessionCore(decision.client_id)
     effects = core.attach(connect, now)          # [Send((ConnAck(...), ...)), ...]
     effects = core.handle_all(packets, now)      # Route, Send, RequestSubscribe, Close, ...
@@ -17,11 +17,14 @@ from .authorization import Grants, is_sys
 from .config import SessionConfig, coalesce
 from .connect import (
     Accepted,
-    Authenticator,
     ConnectDecision,
     ConnectPolicy,
     Refused,
+    auth_method_served,
     check_connect,
+    decide,
+    keepalive_limit,
+    moved,
     new_client_id,
     refuse,
 )
@@ -60,7 +63,6 @@ __all__ = [
     "EXPIRY_TIMER",
     "Accepted",
     "AppMessage",
-    "Authenticator",
     "CancelTimer",
     "Close",
     "ConnectDecision",
@@ -93,8 +95,12 @@ __all__ = [
     "StartTimer",
     "SubscriptionLimits",
     "TokenBucket",
+    "auth_method_served",
     "check_connect",
     "coalesce",
+    "decide",
+    "keepalive_limit",
+    "moved",
     "new_client_id",
     "refuse",
 ]

@@ -15,8 +15,10 @@ from actorbroker.codec import (
     Disconnect,
     PingReq,
     PingResp,
+    Properties,
     PubAck,
     Publish,
+    ReasonCode,
     SubAck,
     Subscribe,
     Subscription,
@@ -220,14 +222,18 @@ def test_a_clean_start_ignores_deliveries_for_the_discarded_subscriptions(run: R
     run(main())
 
 
-def test_a_session_that_cannot_start_refuses_with_0x03(run: Run) -> None:
+def test_a_session_that_cannot_start_refuses_with_server_unavailable(run: Run) -> None:
     async def main() -> None:
         async with Harness() as h:
             sessions, h.node.refs.sessions = h.node.refs.sessions, None
             try:
                 conn = h.attach("unlucky")
-                await eventually(lambda: conn.closed)
+                v5 = h.attach("unlucky5", level=5)
+                await eventually(lambda: conn.closed and v5.closed)
                 assert conn.sent == [ConnAck(False, 0x03)]
+                # MQTT 5 has no 0x03: 0x88 Server unavailable, and why.
+                assert v5.sent == [ConnAck(False, ReasonCode.SERVER_UNAVAILABLE, Properties(
+                    reason_string="the session could not be started"))]
             finally:
                 h.node.refs.sessions = sessions
     run(main())

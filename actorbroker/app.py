@@ -1,6 +1,6 @@
 """Top layer: the broker application: supervision tree, embedding API, ``serve``. May import everything.
 
-The tree (DESIGN.md; a crash in one session costs that client a reconnect)::
+The tree (docs/architecture.md, "The tree"; a crash in one session costs that client a reconnect)::
 
     root (one_for_all)
     +- core (rest_for_one)

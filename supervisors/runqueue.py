@@ -10,7 +10,7 @@ One :class:`RunQueue` per event loop holds
   uvloop handle made, queued and run) costs ~0.8 us more per message than
   appending to this deque, which is most of a delivery's runtime overhead
   when a publish fans out to many sessions that get one message each
-  (``bench.delivery_floor``; issue 7's ``routes``).
+  (``bench.delivery_floor``; the ``routes`` benchmark).
 * ``items``: puts from other threads, in order, moved into their mailboxes
   (``Mailbox._put_local``) by :meth:`RunQueue.flush` on the loop thread.
 * ``bulk``: the bulk lane. A turn that took longer than :data:`HEAVY_TURN`

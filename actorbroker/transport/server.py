@@ -33,7 +33,7 @@ accepted and closed at once, counted in ``connections_refused`` and
 logged (at most one line per 5 s). While the
 :class:`~.overload.OverloadGuard` says the broker is overloaded, the
 connections refuse their CONNECT. Listeners start last and stop first
-(DESIGN.md): ``close`` stops accepting; the caller then ends the sessions
+(docs/architecture.md, "The tree"): ``close`` stops accepting; the caller then ends the sessions
 and calls ``close_all``.
 """
 

@@ -4,8 +4,8 @@ The registry is the only writer of subscriptions, so subscribing and
 unsubscribing are ordered; it owns:
 
 * the filter trie (:class:`~actorbroker.routing.FilterTrie`): filter ->
-  ``{client id: (granted QoS, epoch)}``, and the same per client (epochs:
-  see :mod:`.messages`);
+  ``{client id: Grant}`` (granted QoS, epoch, MQTT 5 options: see
+  :mod:`.grants`), and the same per client (epochs: see :mod:`.messages`);
 * the retained index (:class:`~actorbroker.routing.RetainedIndex`), the
   authoritative copy: it survives any topic actor;
 * the live topic actors (:class:`~.topic_table.TopicTable`: topic -> ref,
@@ -38,8 +38,8 @@ without a publish. Order per topic holds across the switch: a publisher's
 batches go through the registry until its actor is named (see
 :mod:`.publish_route`).
 
-MQTT 5: grants of subscriptions with options carry them (``(qos, epoch,
-SubOptions)``); shared subscriptions (``$share/{group}/{filter}`` of an MQTT
+MQTT 5: grants of subscriptions with options carry them
+(``Grant.options``); shared subscriptions (``$share/{group}/{filter}`` of an MQTT
 5 client) live in a :class:`~.shared.SharedIndex`, reach topic actors as
 ``SubscribersChanged`` entries whose filter is a ``SharedFilter``, get no
 retained messages ([MQTT-3.3.1-9]: only new non-shared subscriptions do),
@@ -85,6 +85,7 @@ from .messages import (
     TopicIdle,
     TopicStarted,
 )
+from .grants import NO_GRANT, Grant
 from .node import Node
 from .registry_backlog import (SLICE, Continue, RegistryBacklog, RemoveWork, SlicedSubscriptions,
                                SubscribeWork)
@@ -99,7 +100,6 @@ __all__ = ["RegistryActor"]
 
 log = logging.getLogger("actorbroker.registry")
 
-Grant = tuple[Any, ...]  # (granted QoS, epoch), or (QoS, epoch, SubOptions) (MQTT 5)
 Change = tuple[str, Any, Grant | None]  # the filter: a str, or a SharedFilter
 
 
@@ -142,11 +142,11 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
 
     def subscriptions_of(self, client_id: str) -> dict[str, int]:
         """Filter -> granted QoS of one client."""
-        return {f: grant[0] for f, grant in self._clients.get(client_id, {}).items()}
+        return {f: grant.qos for f, grant in self._clients.get(client_id, {}).items()}
 
     def shared_members(self, group: str) -> dict[str, int]:
         """Client -> granted QoS of the members of shared subscription ``group``."""
-        return {cid: grant[0] for cid, grant in self._shared.members(group).items()}
+        return {cid: grant.qos for cid, grant in self._shared.members(group).items()}
 
     def retained_message(self, topic: str) -> AppMessage | None:
         """The retained message of ``topic``, if any."""
@@ -236,8 +236,7 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
         for sub in request.subscriptions[start:stop]:
             topic_filter = sub.topic_filter
             options = SubOptions.of(sub, request.subscription_id) if v5 else None
-            grant = (sub.qos, request.epoch) if options is None else (
-                sub.qos, request.epoch, options)
+            grant = Grant(sub.qos, request.epoch, options)
             shared = parse_shared(topic_filter) if v5 else None
             if shared is not None:
                 self._shared.add(shared, client_id, grant)
@@ -313,9 +312,9 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
         if self._owed and any(whole in self._owed for whole in client):
             # After the answer, so that the session has its subscriptions back first.
             self.actor_ref.tell(_RetryOwed(client_id))
-        epoch = max(g[1] for g in client.values())
+        epoch = max(g.epoch for g in client.values())
         return SessionSubscriptions(
-            tuple(_subscription(f, g) for f, g in client.items() if g[1] == epoch), epoch)
+            tuple(_subscription(f, g) for f, g in client.items() if g.epoch == epoch), epoch)
 
     # -- shared subscriptions ----------------------------------------------------
 
@@ -351,7 +350,7 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
     def _settle_unavailable(self, whole: str, leaving: str,
                             messages: tuple[AppMessage, ...] | list[AppMessage]) -> None:
         """No member is left to take ``messages``: the group owes them no more (counted)."""
-        journal_routed(self._node.refs.storage, whole, "", messages, (0, 0))
+        journal_routed(self._node.refs.storage, whole, "", messages, NO_GRANT)
         for message in messages:
             self._node.metrics.drop("shared_unavailable", client_id=leaving, topic=message.topic)
 
@@ -373,8 +372,8 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
         if type(ref) is Sleeping:  # hibernated: the SharedRouted record is its queue
             return not unqueued
         try:
-            ref.tell(DeliverShared((message,), grant[0], grant[1], whole, final,
-                                   grant[2] if len(grant) > 2 else None))
+            ref.tell(DeliverShared((message,), grant.qos, grant.epoch, whole, final,
+                                   grant.options))
         except ActorDeadError:
             # Gone since: take it out of that member's queue in the log, owed again.
             journal_handed_back(storage, whole, client_id, (message,), True)
@@ -480,7 +479,7 @@ class _RetryOwed:
 
 def _subscription(topic_filter: str, grant: Grant) -> Subscription:
     """The subscription a grant stands for (options included; not the Subscription Identifier)."""
-    options = grant[2] if len(grant) > 2 else None
+    options = grant.options
     if options is None:
-        return Subscription(topic_filter, grant[0])
-    return Subscription(topic_filter, grant[0], options.no_local, options.retain_as_published)
+        return Subscription(topic_filter, grant.qos)
+    return Subscription(topic_filter, grant.qos, options.no_local, options.retain_as_published)

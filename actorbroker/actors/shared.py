@@ -50,12 +50,12 @@ from actorbroker.routing import FilterTrie, SharedFilter, SharedGroup, Strategy,
 from actorbroker.session import AppMessage
 
 from .durable_messages import Append
+from .grants import NO_GRANT, Grant
 from .keeper import Sleeping
 
 __all__ = ["Reachable", "SharedIndex", "SharedSlots", "hash_key", "is_shared",
            "journal_handed_back", "journal_routed", "pick"]
 
-Grant = tuple[Any, ...]  # (qos, epoch) or (qos, epoch, SubOptions)
 _PREFIX = "$share/"
 _RNG = random.Random()  # shared by SharedSlots without a generator of their own
 
@@ -115,11 +115,11 @@ def journal_routed(storage: Any, group: str, client_id: str, messages: Collectio
     member in the log, so a crash loses nothing the publisher saw
     acknowledged; for a hibernated member they are its queue.
     """
-    options = grant[2] if len(grant) > 2 else None
+    options = grant.options
     sub_ids = (options.subscription_id,) if options and options.subscription_id else ()
     as_published = options is not None and options.retain_as_published
     ts = int(time.time() * 1e6)
-    qos = grant[0] if client_id else 0
+    qos = grant.qos if client_id else 0
     records = [SharedRouted(group, client_id, m.log_offset, min(m.qos, qos),
                             as_published and m.retain, sub_ids, m.topic, m.size, timestamp_us=ts)
                for m in messages if m.log_offset >= 0]
@@ -262,7 +262,7 @@ class SharedSlots:
                 key = ("", True) if choice is None else choice
                 batches.setdefault(key, []).append(message)
             for (client_id, final), batch in batches.items():
-                yield client_id, whole, members.get(client_id, (0, 0)), final, batch
+                yield client_id, whole, members.get(client_id, NO_GRANT), final, batch
 
     def member_of(self, whole: str) -> Callable[[str], Grant | None]:
         """A lookup of group ``whole``'s grants."""

@@ -25,13 +25,14 @@ from pykka import ActorDeadError
 
 from actorbroker.messages import ReadCredit
 from actorbroker.session import AppMessage
+from actorbroker.session.suboptions import Match
 
+from .grants import Grant
 from .messages import Deliver, DeliverMatched
 
-__all__ = ["Grant", "TopicSubscribers", "deliver_once"]
+__all__ = ["TopicSubscribers", "deliver_once"]
 
-Grant = tuple[Any, ...]  # (granted QoS, epoch), or (QoS, epoch, SubOptions) for MQTT 5 options
-Copy = tuple[int, int, "tuple[Any, ...] | None"]  # (QoS, epoch, matches) of a client's copy
+Copy = tuple[int, int, "tuple[Match, ...] | None"]  # (QoS, epoch, matches) of a client's copy
 
 
 def _copy(filters: dict[str, Grant]) -> Copy:
@@ -43,13 +44,13 @@ def _copy(filters: dict[str, Grant]) -> Copy:
     """
     if len(filters) == 1:  # the common case: the one subscription decides
         for g in filters.values():
-            return g[0], g[1], None if len(g) == 2 else ((g[0], g[2]),)
-    epoch = max(g[1] for g in filters.values())
-    newest = [g for g in filters.values() if g[1] == epoch]
-    qos = max(g[0] for g in newest)
-    if all(len(g) == 2 for g in newest):
+            return g.qos, g.epoch, None if g.options is None else ((g.qos, g.options),)
+    epoch = max(g.epoch for g in filters.values())
+    newest = [g for g in filters.values() if g.epoch == epoch]
+    qos = max(g.qos for g in newest)
+    if all(g.options is None for g in newest):
         return qos, epoch, None
-    return qos, epoch, tuple((g[0], g[2] if len(g) > 2 else None) for g in newest)
+    return qos, epoch, tuple((g.qos, g.options) for g in newest)
 
 
 class TopicSubscribers:
@@ -112,7 +113,7 @@ def deliver_once(subscribers: dict[str, dict[str, Grant]], messages: tuple[AppMe
 
 
 def _tell(ref: Any, messages: tuple[AppMessage, ...], qos: int, epoch: int,
-          matches: tuple[Any, ...] | None, metrics: Any, client_id: str, topic: str,
+          matches: tuple[Match, ...] | None, metrics: Any, client_id: str, topic: str,
           credit: ReadCredit | None) -> None:
     if ref is not None:
         try:

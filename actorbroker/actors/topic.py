@@ -1,7 +1,7 @@
 """Actors layer: TopicActor, one per concrete topic. Stdlib, pykka, supervisors, session.
 
 A topic actor holds the subscribers whose filters match its topic (exact and
-wildcard: ``client id -> {filter: (granted QoS, epoch)}``, computed by the
+wildcard: ``client id -> {filter: Grant}`` (:mod:`.grants`), computed by the
 registry when it starts the actor and kept current by ``SubscribersChanged``);
 retained messages are the registry's. On each ``PublishBatch`` it tells every subscribing session one
 ``Deliver`` with the whole batch (:class:`~.subscribers.TopicSubscribers`:
@@ -52,7 +52,8 @@ from .faults import CrashForTest, crash_for_test
 from .node import Node
 from .keeper import Sleeping
 from .shared import Reachable, SharedSlots, journal_routed
-from .subscribers import Grant, TopicSubscribers
+from .grants import NO_GRANT, Grant
+from .subscribers import TopicSubscribers
 
 __all__ = ["TopicActor"]
 
@@ -136,8 +137,8 @@ class TopicActor(LoopActor):
                 if credit is not None:
                     credit.hold(1)
                 try:
-                    ref.tell(DeliverShared(tuple(batch), grant[0], grant[1], whole, final,
-                                           grant[2] if len(grant) > 2 else None, credit))
+                    ref.tell(DeliverShared(tuple(batch), grant.qos, grant.epoch, whole, final,
+                                           grant.options, credit))
                     lost = 0
                 except ActorDeadError:
                     if credit is not None:
@@ -167,7 +168,7 @@ class TopicActor(LoopActor):
                 pass  # stopping: the log keeps them owed for the restart
         lost = [m for m in batch if not m.qos]
         if lost:
-            journal_routed(node.refs.storage, whole, "", lost, (0, 0))
+            journal_routed(node.refs.storage, whole, "", lost, NO_GRANT)
             node.metrics.drop("shared_unavailable", len(lost), topic=self.topic)
 
     def _change(self, changes: tuple[tuple[str, Any, Grant | None], ...]) -> None:

@@ -48,7 +48,9 @@ member (see :mod:`.shared`).
 
 A topic actor that dies is forgotten (Down); its topic's next publishes are
 routed as a cold topic's or start a new actor: a crash costs at most the
-batches in its inbox. The registry never asks a session or a topic actor.
+batches in its inbox. The registry never asks a session or a topic actor; it
+tells them with ``tell_if_alive``: one that just died has a successor that
+resyncs.
 """
 
 from __future__ import annotations
@@ -57,14 +59,14 @@ import logging
 from functools import partial
 from typing import Any
 
-from pykka import ActorDeadError, ActorRef
+from pykka import ActorRef
 
 from actorbroker.codec import Subscription
 from actorbroker.messages import ReadCredit
 from actorbroker.routing import FilterTrie, RetainedIndex, parse_shared
 from actorbroker.session import AppMessage
 from actorbroker.session.suboptions import SubOptions
-from supervisors import Down, LoopActor, is_abnormal
+from supervisors import Down, LoopActor, is_abnormal, tell_if_alive
 
 from .messages import (
     AddSubscriptions,
@@ -101,15 +103,6 @@ __all__ = ["RegistryActor"]
 log = logging.getLogger("actorbroker.registry")
 
 Change = tuple[str, Any, Grant | None]  # the filter: a str, or a SharedFilter
-
-
-def _tell(ref: ActorRef[Any] | None, message: Any) -> None:
-    if ref is None:
-        return
-    try:
-        ref.tell(message)
-    except ActorDeadError:
-        pass  # a session or topic that just died; its successor resyncs
 
 
 class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
@@ -256,13 +249,13 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
         """Tell the topic actors, then the session (its SUBACK goes after the changes)."""
         self._notify(changes)
         self._node.metrics.subscriptions = len(self._trie)
-        _tell(request.reply_to,
+        tell_if_alive(request.reply_to,
               SubscriptionsAdded(request.packet_id, None, tuple(retained.values())))
 
     def _unsubscribe(self, request: RemoveSubscriptions) -> None:
         self._remove(request.client_id, request.topic_filters)
         if request.packet_id is not None:
-            _tell(request.reply_to, SubscriptionsRemoved(request.packet_id))
+            tell_if_alive(request.reply_to, SubscriptionsRemoved(request.packet_id))
 
     def _remove(self, client_id: str, topic_filters: tuple[str, ...] | list[str]) -> None:
         client = self._clients.get(client_id)
@@ -298,7 +291,7 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
 
     def _notify(self, changes: dict[ActorRef[Any], list[Change]]) -> None:
         for ref, items in changes.items():
-            _tell(ref, SubscribersChanged(tuple(items)))
+            tell_if_alive(ref, SubscribersChanged(tuple(items)))
 
     def _session_started(self, client_id: str) -> SessionSubscriptions:
         """A session actor starts: the subscriptions to resume, if its session was persistent."""
@@ -371,10 +364,8 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
         unqueued = journal_routed(storage, whole, client_id, (message,), grant)
         if type(ref) is Sleeping:  # hibernated: the SharedRouted record is its queue
             return not unqueued
-        try:
-            ref.tell(DeliverShared((message,), grant.qos, grant.epoch, whole, final,
-                                   grant.options))
-        except ActorDeadError:
+        if not tell_if_alive(ref, DeliverShared((message,), grant.qos, grant.epoch, whole, final,
+                                                grant.options)):
             # Gone since: take it out of that member's queue in the log, owed again.
             journal_handed_back(storage, whole, client_id, (message,), True)
             return False
@@ -387,7 +378,7 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
         credit = message.credit
         for topic, messages in routes:
             self._route(topic, messages, credit)
-        _tell(message.reply_to, Routed(tuple(topic for topic, _ in routes)))
+        tell_if_alive(message.reply_to, Routed(tuple(topic for topic, _ in routes)))
         if credit is not None:
             credit.take()  # the message's own hold: what it routed holds the credit now
 
@@ -398,13 +389,11 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
                 self._retain(message)
         ref = self._live.get(topic)
         if ref is not None:
-            try:
-                ref.tell(PublishBatch(messages, credit))  # a ref, or the port of one starting
+            if tell_if_alive(ref, PublishBatch(messages, credit)):  # a ref, or a starting one's port
                 if credit is not None:
                     credit.hold(1)
                 return
-            except ActorDeadError:
-                self._forget(topic, ref)
+            self._forget(topic, ref)
         if self._hot.seen(topic, self.actor_loop.time(), len(messages)) or (
                 len(self._shared) and self._shared.match(topic)):
             self._start_topic(topic).tell(PublishBatch(messages, credit))
@@ -456,7 +445,7 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
         # Its subscribers stay in the trie and its retained message in the index:
         # the next hot publish starts a new actor with both.
         self._forget(topic, ref)
-        _tell(ref, StopTopic())
+        tell_if_alive(ref, StopTopic())
 
     def _topic_down(self, ref: ActorRef[Any], reason: Any) -> None:
         topic = self._live.topic_of(ref)

@@ -1,4 +1,4 @@
-"""Actors layer: MQTT 5 shared subscriptions for the registry and the topic actors. Stdlib, pykka, routing, session.
+"""Actors layer: MQTT 5 shared subscriptions for the registry and the topic actors. Stdlib, supervisors, routing, session.
 
 A shared subscription ``$share/{group}/{filter}`` (section 4.8.2) gets each
 matching message to **one** of the sessions subscribed to it. The group is
@@ -42,12 +42,11 @@ import time
 from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any
 
-from pykka import ActorDeadError
-
 from actorbroker.durable.journal import handed_back_records
 from actorbroker.persistence.records import SharedRouted
 from actorbroker.routing import FilterTrie, SharedFilter, SharedGroup, Strategy, parse_shared
 from actorbroker.session import AppMessage
+from supervisors import tell_if_alive
 
 from .durable_messages import Append
 from .grants import NO_GRANT, Grant
@@ -123,12 +122,9 @@ def journal_routed(storage: Any, group: str, client_id: str, messages: Collectio
     records = [SharedRouted(group, client_id, m.log_offset, min(m.qos, qos),
                             as_published and m.retain, sub_ids, m.topic, m.size, timestamp_us=ts)
                for m in messages if m.log_offset >= 0]
-    if records and storage is not None:
-        try:
-            storage.tell(Append(tuple(records), None, 0))
-        except ActorDeadError:
-            return len(messages)
     if storage is None:
+        return len(messages)
+    if records and not tell_if_alive(storage, Append(tuple(records), None, 0)):
         return len(messages)
     return sum(1 for m in messages if m.log_offset < 0 or not min(m.qos, qos))
 
@@ -142,11 +138,8 @@ def journal_handed_back(storage: Any, group: str, client_id: str,
         return
     records = handed_back_records(client_id, ((group, m) for m in messages), durable,
                                   int(time.time() * 1e6))
-    if records:
-        try:
-            storage.tell(Append(tuple(records), None, 0))
-        except ActorDeadError:
-            pass  # the broker is stopping: the next start finds them owed (or queued)
+    if records:  # a dead storage actor: the broker is stopping, and the next start finds
+        tell_if_alive(storage, Append(tuple(records), None, 0))  # them owed (or queued)
 
 
 def _new_group(strategy: Strategy, rng: random.Random) -> SharedGroup[str]:

@@ -1,4 +1,4 @@
-"""Actors layer: the plain subscribers of one topic and their delivery, for topic actors and the registry. Stdlib, pykka, session.
+"""Actors layer: the plain subscribers of one topic and their delivery, for topic actors and the registry. Stdlib, supervisors, session.
 
 :class:`TopicSubscribers` holds ``client id -> {filter: grant}`` for one
 concrete topic (the registry's trie matched it) and what follows from it:
@@ -21,11 +21,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pykka import ActorDeadError
-
 from actorbroker.messages import ReadCredit
 from actorbroker.session import AppMessage
 from actorbroker.session.suboptions import Match
+from supervisors import tell_if_alive
 
 from .grants import Grant
 from .messages import Deliver, DeliverMatched
@@ -115,13 +114,10 @@ def deliver_once(subscribers: dict[str, dict[str, Grant]], messages: tuple[AppMe
 def _tell(ref: Any, messages: tuple[AppMessage, ...], qos: int, epoch: int,
           matches: tuple[Match, ...] | None, metrics: Any, client_id: str, topic: str,
           credit: ReadCredit | None) -> None:
-    if ref is not None:
-        try:
-            ref.tell(Deliver(messages, qos, epoch, credit) if matches is None
-                     else DeliverMatched(messages, epoch, matches, credit))
-            return
-        except ActorDeadError:
-            pass
+    if ref is not None and tell_if_alive(ref, Deliver(messages, qos, epoch, credit)
+                                         if matches is None
+                                         else DeliverMatched(messages, epoch, matches, credit)):
+        return
     if credit is not None:
         credit.take()  # held for this session, which will not take it (never the last hold)
     metrics.drop("session_unavailable", len(messages), client_id=client_id, topic=topic)

@@ -33,11 +33,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from pykka import ActorDeadError
-
 from actorbroker.messages import ReadCredit
 from actorbroker.session import AppMessage
-from supervisors import LoopActor
+from supervisors import LoopActor, send_after, tell_if_alive
 
 from .messages import (
     DeliverShared,
@@ -49,10 +47,10 @@ from .messages import (
     TopicIdle,
 )
 from .faults import CrashForTest, crash_for_test
+from .grants import NO_GRANT, Grant
 from .node import Node
 from .keeper import Sleeping
 from .shared import Reachable, SharedSlots, journal_routed
-from .grants import NO_GRANT, Grant
 from .subscribers import TopicSubscribers
 
 __all__ = ["TopicActor"]
@@ -136,11 +134,10 @@ class TopicActor(LoopActor):
             if ref is not None and type(ref) is not Sleeping:
                 if credit is not None:
                     credit.hold(1)
-                try:
-                    ref.tell(DeliverShared(tuple(batch), grant.qos, grant.epoch, whole, final,
-                                           grant.options, credit))
+                if tell_if_alive(ref, DeliverShared(tuple(batch), grant.qos, grant.epoch, whole,
+                                                    final, grant.options, credit)):
                     lost = 0
-                except ActorDeadError:
+                else:
                     if credit is not None:
                         credit.take()  # never the last hold: the batch keeps its own
                     ref = sessions.get(client_id)  # it may have hibernated meanwhile
@@ -161,11 +158,8 @@ class TopicActor(LoopActor):
         node = self._node
         owed = tuple(m for m in batch if m.qos)
         registry = node.refs.registry
-        if owed and registry is not None:
-            try:
-                registry.tell(RedeliverShared("", whole, owed))
-            except ActorDeadError:
-                pass  # stopping: the log keeps them owed for the restart
+        if owed:  # a dead (stopping) registry: the log keeps them owed for the restart
+            tell_if_alive(registry, RedeliverShared("", whole, owed))
         lost = [m for m in batch if not m.qos]
         if lost:
             journal_routed(node.refs.storage, whole, "", lost, NO_GRANT)
@@ -181,17 +175,11 @@ class TopicActor(LoopActor):
 
     def _arm_idle(self) -> None:
         if self._timer is None:
-            self._timer = self.actor_loop.call_later(
-                self._node.settings.topic_idle, self._fire)
-
-    def _fire(self) -> None:
-        self._timer = None
-        try:
-            self.actor_ref.tell(_IDLE)
-        except ActorDeadError:
-            pass
+            self._timer = send_after(self.actor_loop, self.actor_ref,
+                                     self._node.settings.topic_idle, _IDLE)
 
     def _idle_check(self) -> None:
+        self._timer = None  # fired: the next idle check arms a new one
         if self._busy:
             self._busy = False
         else:

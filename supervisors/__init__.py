@@ -7,7 +7,8 @@ A generic library: imports pykka and the standard library, never
   and :class:`ThreadActor` (pykka's ThreadingActor, for blocking work); both
   supervisable; :class:`LoopFuture` is awaitable.
 * Links and monitors: :func:`link`, :func:`monitor`, :class:`Down`,
-  :class:`Exited`, :func:`exit_future`, :func:`kill`, :func:`crash`; for operators,
+  :class:`Exited`, :func:`exit_future`, :func:`kill`, :func:`crash`; telling an
+  actor that may have stopped: :func:`tell_if_alive`, :func:`send_after`; for operators,
   :func:`mailbox_depth` and :func:`actor_of`; exit reasons
   :class:`Normal`, :class:`Shutdown`, :class:`Killed`, :class:`Crash`,
   :class:`NoProc`.
@@ -37,6 +38,7 @@ from supervisors.links import (
     Exited,
     Linkable,
     Monitor,
+    Teller,
     actor_of,
     crash,
     demonitor,
@@ -46,6 +48,7 @@ from supervisors.links import (
     mailbox_depth,
     monitor,
     shutdown,
+    tell_if_alive,
     unlink,
 )
 from supervisors.loop_actor import LoopActor, LoopActorRef, use_loop
@@ -83,6 +86,7 @@ from supervisors.spec import BRUTAL_KILL, INFINITY, ChildKind, ChildSpec, Restar
 from supervisors.strategy import Intensity, Strategy
 from supervisors.supervisor import Supervisor, supervisor_spec
 from supervisors.thread_actor import ThreadActor
+from supervisors.timers import send_after
 
 __all__ = [
     "BRUTAL_KILL",
@@ -126,6 +130,7 @@ __all__ = [
     "Strategy",
     "Supervisor",
     "SupervisorError",
+    "Teller",
     "ThreadActor",
     "actor_of",
     "ask_shard",
@@ -141,11 +146,13 @@ __all__ = [
     "main",
     "monitor",
     "restart_child",
+    "send_after",
     "shard_index",
     "shutdown",
     "start_child",
     "start_sharded_child",
     "supervisor_spec",
+    "tell_if_alive",
     "terminate_child",
     "terminate_sharded_child",
     "unlink",

@@ -18,6 +18,10 @@ everyone who asked:
 
 Exit hooks run on the thread where the actor died, so they only do
 thread-safe things: ``tell`` and ``LoopFuture.set``.
+
+``tell_if_alive(ref, message)`` is the tell that every sender of this
+package and above uses when the receiver may have just stopped: a dead
+receiver drops the message, and the caller gets False to act on.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias
 
 import pykka
 from pykka import ActorDeadError, ActorRef
@@ -57,6 +61,7 @@ __all__ = [
     "Monitor",
     "Ping",
     "ShutdownRequest",
+    "Teller",
     "actor_of",
     "crash",
     "demonitor",
@@ -66,6 +71,7 @@ __all__ = [
     "mailbox_depth",
     "monitor",
     "shutdown",
+    "tell_if_alive",
     "unlink",
 ]
 
@@ -200,10 +206,7 @@ class Linkable(pykka.Actor):
 
     def _exit_signal(self, sender: ActorRef[Any], reason: ExitReason) -> None:
         if self.trap_exits:
-            try:
-                self.actor_ref.tell(Exited(sender, reason))
-            except ActorDeadError:
-                pass
+            tell_if_alive(self.actor_ref, Exited(sender, reason))
         elif is_abnormal(reason):
             self._force_exit(KILLED if isinstance(reason, Killed) else reason)
 
@@ -265,11 +268,28 @@ def _reason_of(actor: Linkable | None, ref: ActorRef[Any]) -> ExitReason:
     return reason if reason is not None else NOPROC
 
 
-def _tell_quietly(ref: ActorRef[Any], message: Any) -> None:
+class Teller(Protocol):
+    """Anything told messages as an actor is: an ActorRef, or a stand-in for one."""
+
+    def tell(self, message: Any) -> None:  # Any: pykka's ActorRef.tell takes Any
+        """Put ``message`` in the inbox; raise ActorDeadError if there is none any more."""
+
+
+def tell_if_alive(ref: Teller | None, message: object) -> bool:
+    """Tell ``ref`` ``message``; False if ``ref`` is None or dead (ActorDeadError), else True.
+
+    Erlang's ``Pid ! Msg`` to a dead process is dropped, not an error: a
+    message to an actor that just stopped is a race every sender has, and
+    the caller decides from the result whether anything else has to happen
+    (count a drop, forget the ref, take a read credit back).
+    """
+    if ref is None:
+        return False
     try:
         ref.tell(message)
     except ActorDeadError:
-        pass
+        return False
+    return True
 
 
 def monitor(target: ActorRef[Any], watcher: ActorRef[Any]) -> Monitor:
@@ -282,7 +302,7 @@ def monitor(target: ActorRef[Any], watcher: ActorRef[Any]) -> Monitor:
     actor = actor_of(target)
 
     def on_exit(ref: ActorRef[Any], reason: ExitReason) -> None:
-        _tell_quietly(watcher, Down(mon, ref, reason))
+        tell_if_alive(watcher, Down(mon, ref, reason))
 
     if actor is None or actor._add_exit_hook(on_exit, mon.id) is None:
         on_exit(target, _reason_of(actor, target))
@@ -357,9 +377,9 @@ def crash(ref: ActorRef[Any], reason: str) -> None:
     ``CrashRequestedError(reason)``, so its ``on_failure`` runs (it lets go of
     what it holds) and its supervisor restarts it. Erlang's observer "kill"
     for actors whose cleanup matters; :func:`kill` skips the cleanup."""
-    _tell_quietly(ref, CrashRequest(reason))
+    tell_if_alive(ref, CrashRequest(reason))
 
 
 def shutdown(ref: ActorRef[Any]) -> None:
     """Ask an actor to stop with reason Shutdown (what supervisors send)."""
-    _tell_quietly(ref, SHUTDOWN_REQUEST)
+    tell_if_alive(ref, SHUTDOWN_REQUEST)

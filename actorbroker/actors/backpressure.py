@@ -1,4 +1,4 @@
-"""Actors layer: the publishers a subscriber's session holds back, and for how long. Stdlib, messages, session.
+"""Actors layer: the publishers a subscriber's session holds back, and for how long. Stdlib, messages, session, supervisors.
 
 A ``Deliver`` carries the publisher's read credit (``ReadCredit``, see
 :mod:`actorbroker.messages`): the publisher's socket is read again only
@@ -32,7 +32,6 @@ queue is the offline queue, with its own limits).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +39,7 @@ from actorbroker.codec import shown
 from actorbroker.codec.frozen import quick_init
 from actorbroker.messages import ReadCredit
 from actorbroker.session.queue import OutboundQueue
+from supervisors import Teller, send_after
 
 __all__ = ["HoldExpired", "PublisherHolds"]
 
@@ -61,16 +61,16 @@ class PublisherHolds:
     """The read credits one session parks (see the module doc)."""
 
     __slots__ = ("_client_id", "_idle", "_loop", "_metrics", "_parked", "_popped", "_queue",
-                 "_tell", "_timeout", "_timer", "stuck")
+                 "_owner", "_timeout", "_timer", "stuck")
 
     def __init__(self, client_id: str, queue: OutboundQueue, loop: Any, timeout: float,
-                 metrics: Any, tell: Callable[[Any], None]) -> None:
+                 metrics: Any, owner: Teller) -> None:
         self._client_id = client_id
         self._queue = queue
         self._loop = loop
         self._timeout = timeout
         self._metrics = metrics
-        self._tell = tell  # tells the session actor (HoldExpired)
+        self._owner = owner  # the session actor's ref, told HoldExpired
         self._parked: list[ReadCredit] = []
         self._timer: Any = None
         self._popped = 0  # the queue's progress count at the last check
@@ -134,7 +134,7 @@ class PublisherHolds:
         self.release()
 
     def _arm(self) -> None:
-        self._timer = self._loop.call_later(self._timeout / _CHECKS, self._tell, _EXPIRED)
+        self._timer = send_after(self._loop, self._owner, self._timeout / _CHECKS, _EXPIRED)
 
     def detached(self) -> None:
         """The connection went: an offline session holds nobody."""

@@ -56,7 +56,7 @@ from actorbroker.durable.journal import publish_record, will_of
 from actorbroker.persistence.records import Record, SessionExpired, WillSent, WillSet
 from actorbroker.session import AppMessage
 from actorbroker.session.suboptions import select
-from supervisors import LoopActor
+from supervisors import LoopActor, send_after, tell_if_alive
 
 from .durable_messages import (
     Append,
@@ -226,12 +226,7 @@ class KeeperActor(LoopActor):
 
     def _tick(self) -> None:
         self._timer = None
-        storage = self._node.refs.storage
-        if storage is not None:
-            try:
-                storage.tell(Tick())
-            except ActorDeadError:
-                pass
+        tell_if_alive(self._node.refs.storage, Tick())
         now = self._now()
         while self._deadlines and self._deadlines[0][0] <= now:
             _, _, kind, client_id, sleeping = heapq.heappop(self._deadlines)
@@ -304,12 +299,8 @@ class KeeperActor(LoopActor):
         self._sending[self._tokens] = (client_id, message)
         log.info("client %s: publishing its Will to %s (its connection ended without "
                  "DISCONNECT [MQTT-3.1.2-8])", shown(client_id), shown(will.topic))
-        storage = self._node.refs.storage
-        try:
-            if storage is None:
-                raise ActorDeadError("no storage actor")
-            storage.tell(Append(tuple(records), self.actor_ref, self._tokens))
-        except ActorDeadError:
+        if not tell_if_alive(self._node.refs.storage,
+                             Append(tuple(records), self.actor_ref, self._tokens)):
             self._stored(NotDurable(self._tokens, 0x80, "the storage actor is not running"))
 
     def _stored(self, reply: Durable | NotDurable) -> None:
@@ -330,10 +321,4 @@ class KeeperActor(LoopActor):
 
     def _arm(self) -> None:
         if self._timer is None:
-            self._timer = self.actor_loop.call_later(TICK_SECONDS, self._fire)
-
-    def _fire(self) -> None:
-        try:
-            self.actor_ref.tell(_TICK)
-        except ActorDeadError:
-            pass
+            self._timer = send_after(self.actor_loop, self.actor_ref, TICK_SECONDS, _TICK)

@@ -55,6 +55,8 @@ from actorbroker.messages import ReadCredit
 from actorbroker.session import AppMessage
 from actorbroker.session.suboptions import Match, SubOptions
 
+from .grants import Grant
+
 __all__ = [
     "AddSubscriptions",
     "Attach",
@@ -311,14 +313,13 @@ class SessionEnded:
 class SubscribersChanged:
     """Changes to a topic actor's subscribers: ``(client_id, filter, grant or None)``.
 
-    A grant is ``(qos, epoch)``, or ``(qos, epoch, SubOptions)`` for an MQTT
-    5 subscription with options; None removes the client's subscription
-    through that filter. The filter of an MQTT 5 shared subscription is a
+    A :class:`~.grants.Grant` adds or replaces the client's subscription
+    through that filter (its MQTT 5 options, if any, in it); None removes it. The filter of an MQTT 5 shared subscription is a
     :class:`~actorbroker.routing.SharedFilter`, not a string (an MQTT 3
     client's ``$share/...`` is a plain filter).
     """
 
-    changes: tuple[tuple[str, str, Any], ...]
+    changes: tuple[tuple[str, Any, Grant | None], ...]  # the filter: a str or a SharedFilter
 
 
 @quick_init

@@ -1,4 +1,4 @@
-"""Actors layer: where a session sends what its client publishes, in order per topic. Stdlib, pykka, session.
+"""Actors layer: where a session sends what its client publishes, in order per topic. Stdlib, supervisors, session.
 
 A session hands each topic's batch straight to the topic actor found in the
 name table. It goes through the registry instead when there is no topic
@@ -23,10 +23,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pykka import ActorDeadError
-
 from actorbroker.messages import ReadCredit
 from actorbroker.session import AppMessage
+from supervisors import tell_if_alive
 
 from .messages import PublishBatch, RouteBatchViaRegistry, RouteViaRegistry
 
@@ -56,14 +55,11 @@ class PublishRouter:
             batch = tuple(messages)
             if direct and topic not in via and not any(m.retain for m in messages):
                 ref = topics.get(topic)
-                if ref is not None:
-                    try:
-                        ref.tell(PublishBatch(batch, credit))
-                        if credit is not None:
-                            credit.hold(1)
-                        continue
-                    except ActorDeadError:
-                        pass  # it just died: the registry starts a new one
+                # One that just died: the registry starts a new one.
+                if ref is not None and tell_if_alive(ref, PublishBatch(batch, credit)):
+                    if credit is not None:
+                        credit.hold(1)
+                    continue
             via[topic] = via.get(topic, 0) + 1
             pending.append((topic, batch))
         if len(pending) == 1:

@@ -1,4 +1,4 @@
-"""Actors layer: the ``auth files`` reload of a running node. Stdlib, pykka, auth.
+"""Actors layer: the ``auth files`` reload of a running node. Stdlib, supervisors, auth.
 
 :func:`reload_auth_files` reads the password, SCRAM and ACL files again
 (``auth.Security.reload``: all or nothing, AuthError keeps the old ones in
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pykka import ActorDeadError
+from supervisors import tell_if_alive
 
 from .keeper import Sleeping
 from .messages import Reauthorize
@@ -32,8 +32,6 @@ def reload_auth_files(node: Node) -> str:
         refs: list[Any] = list(node.names.sessions.values())
         for ref in refs:
             if type(ref) is not Sleeping:
-                try:
-                    ref.tell(Reauthorize())
-                except ActorDeadError:
-                    pass  # it stopped meanwhile: its successor takes the ACL at its attach
+                # One that stopped meanwhile: its successor takes the ACL at its attach.
+                tell_if_alive(ref, Reauthorize())
     return "; ".join(loaded)

@@ -4,8 +4,8 @@ The registry is the only writer of subscriptions, so subscribing and
 unsubscribing are ordered; it owns:
 
 * the filter trie (:class:`~actorbroker.routing.FilterTrie`): filter ->
-  ``{client id: (granted QoS, epoch)}``, and the same per client (epochs:
-  see :mod:`.messages`);
+  ``{client id: Grant}`` (granted QoS, epoch, MQTT 5 options: see
+  :mod:`.grants`), and the same per client (epochs: see :mod:`.messages`);
 * the retained index (:class:`~actorbroker.routing.RetainedIndex`), the
   authoritative copy: it survives any topic actor;
 * the live topic actors (:class:`~.topic_table.TopicTable`: topic -> ref,
@@ -38,8 +38,8 @@ without a publish. Order per topic holds across the switch: a publisher's
 batches go through the registry until its actor is named (see
 :mod:`.publish_route`).
 
-MQTT 5: grants of subscriptions with options carry them (``(qos, epoch,
-SubOptions)``); shared subscriptions (``$share/{group}/{filter}`` of an MQTT
+MQTT 5: grants of subscriptions with options carry them
+(``Grant.options``); shared subscriptions (``$share/{group}/{filter}`` of an MQTT
 5 client) live in a :class:`~.shared.SharedIndex`, reach topic actors as
 ``SubscribersChanged`` entries whose filter is a ``SharedFilter``, get no
 retained messages ([MQTT-3.3.1-9]: only new non-shared subscriptions do),
@@ -48,7 +48,9 @@ member (see :mod:`.shared`).
 
 A topic actor that dies is forgotten (Down); its topic's next publishes are
 routed as a cold topic's or start a new actor: a crash costs at most the
-batches in its inbox. The registry never asks a session or a topic actor.
+batches in its inbox. The registry never asks a session or a topic actor; it
+tells them with ``tell_if_alive``: one that just died has a successor that
+resyncs.
 """
 
 from __future__ import annotations
@@ -57,14 +59,14 @@ import logging
 from functools import partial
 from typing import Any
 
-from pykka import ActorDeadError, ActorRef
+from pykka import ActorRef
 
 from actorbroker.codec import Subscription
 from actorbroker.messages import ReadCredit
 from actorbroker.routing import FilterTrie, RetainedIndex, parse_shared
 from actorbroker.session import AppMessage
 from actorbroker.session.suboptions import SubOptions
-from supervisors import Down, LoopActor, is_abnormal
+from supervisors import Down, LoopActor, is_abnormal, tell_if_alive
 
 from .messages import (
     AddSubscriptions,
@@ -85,6 +87,7 @@ from .messages import (
     TopicIdle,
     TopicStarted,
 )
+from .grants import NO_GRANT, Grant
 from .node import Node
 from .registry_backlog import (SLICE, Continue, RegistryBacklog, RemoveWork, SlicedSubscriptions,
                                SubscribeWork)
@@ -99,17 +102,7 @@ __all__ = ["RegistryActor"]
 
 log = logging.getLogger("actorbroker.registry")
 
-Grant = tuple[Any, ...]  # (granted QoS, epoch), or (QoS, epoch, SubOptions) (MQTT 5)
 Change = tuple[str, Any, Grant | None]  # the filter: a str, or a SharedFilter
-
-
-def _tell(ref: ActorRef[Any] | None, message: Any) -> None:
-    if ref is None:
-        return
-    try:
-        ref.tell(message)
-    except ActorDeadError:
-        pass  # a session or topic that just died; its successor resyncs
 
 
 class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
@@ -142,11 +135,11 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
 
     def subscriptions_of(self, client_id: str) -> dict[str, int]:
         """Filter -> granted QoS of one client."""
-        return {f: grant[0] for f, grant in self._clients.get(client_id, {}).items()}
+        return {f: grant.qos for f, grant in self._clients.get(client_id, {}).items()}
 
     def shared_members(self, group: str) -> dict[str, int]:
         """Client -> granted QoS of the members of shared subscription ``group``."""
-        return {cid: grant[0] for cid, grant in self._shared.members(group).items()}
+        return {cid: grant.qos for cid, grant in self._shared.members(group).items()}
 
     def retained_message(self, topic: str) -> AppMessage | None:
         """The retained message of ``topic``, if any."""
@@ -236,8 +229,7 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
         for sub in request.subscriptions[start:stop]:
             topic_filter = sub.topic_filter
             options = SubOptions.of(sub, request.subscription_id) if v5 else None
-            grant = (sub.qos, request.epoch) if options is None else (
-                sub.qos, request.epoch, options)
+            grant = Grant(sub.qos, request.epoch, options)
             shared = parse_shared(topic_filter) if v5 else None
             if shared is not None:
                 self._shared.add(shared, client_id, grant)
@@ -257,13 +249,13 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
         """Tell the topic actors, then the session (its SUBACK goes after the changes)."""
         self._notify(changes)
         self._node.metrics.subscriptions = len(self._trie)
-        _tell(request.reply_to,
+        tell_if_alive(request.reply_to,
               SubscriptionsAdded(request.packet_id, None, tuple(retained.values())))
 
     def _unsubscribe(self, request: RemoveSubscriptions) -> None:
         self._remove(request.client_id, request.topic_filters)
         if request.packet_id is not None:
-            _tell(request.reply_to, SubscriptionsRemoved(request.packet_id))
+            tell_if_alive(request.reply_to, SubscriptionsRemoved(request.packet_id))
 
     def _remove(self, client_id: str, topic_filters: tuple[str, ...] | list[str]) -> None:
         client = self._clients.get(client_id)
@@ -299,7 +291,7 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
 
     def _notify(self, changes: dict[ActorRef[Any], list[Change]]) -> None:
         for ref, items in changes.items():
-            _tell(ref, SubscribersChanged(tuple(items)))
+            tell_if_alive(ref, SubscribersChanged(tuple(items)))
 
     def _session_started(self, client_id: str) -> SessionSubscriptions:
         """A session actor starts: the subscriptions to resume, if its session was persistent."""
@@ -313,9 +305,9 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
         if self._owed and any(whole in self._owed for whole in client):
             # After the answer, so that the session has its subscriptions back first.
             self.actor_ref.tell(_RetryOwed(client_id))
-        epoch = max(g[1] for g in client.values())
+        epoch = max(g.epoch for g in client.values())
         return SessionSubscriptions(
-            tuple(_subscription(f, g) for f, g in client.items() if g[1] == epoch), epoch)
+            tuple(_subscription(f, g) for f, g in client.items() if g.epoch == epoch), epoch)
 
     # -- shared subscriptions ----------------------------------------------------
 
@@ -351,7 +343,7 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
     def _settle_unavailable(self, whole: str, leaving: str,
                             messages: tuple[AppMessage, ...] | list[AppMessage]) -> None:
         """No member is left to take ``messages``: the group owes them no more (counted)."""
-        journal_routed(self._node.refs.storage, whole, "", messages, (0, 0))
+        journal_routed(self._node.refs.storage, whole, "", messages, NO_GRANT)
         for message in messages:
             self._node.metrics.drop("shared_unavailable", client_id=leaving, topic=message.topic)
 
@@ -372,10 +364,8 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
         unqueued = journal_routed(storage, whole, client_id, (message,), grant)
         if type(ref) is Sleeping:  # hibernated: the SharedRouted record is its queue
             return not unqueued
-        try:
-            ref.tell(DeliverShared((message,), grant[0], grant[1], whole, final,
-                                   grant[2] if len(grant) > 2 else None))
-        except ActorDeadError:
+        if not tell_if_alive(ref, DeliverShared((message,), grant.qos, grant.epoch, whole, final,
+                                                grant.options)):
             # Gone since: take it out of that member's queue in the log, owed again.
             journal_handed_back(storage, whole, client_id, (message,), True)
             return False
@@ -388,7 +378,7 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
         credit = message.credit
         for topic, messages in routes:
             self._route(topic, messages, credit)
-        _tell(message.reply_to, Routed(tuple(topic for topic, _ in routes)))
+        tell_if_alive(message.reply_to, Routed(tuple(topic for topic, _ in routes)))
         if credit is not None:
             credit.take()  # the message's own hold: what it routed holds the credit now
 
@@ -399,13 +389,11 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
                 self._retain(message)
         ref = self._live.get(topic)
         if ref is not None:
-            try:
-                ref.tell(PublishBatch(messages, credit))  # a ref, or the port of one starting
+            if tell_if_alive(ref, PublishBatch(messages, credit)):  # a ref, or a starting one's port
                 if credit is not None:
                     credit.hold(1)
                 return
-            except ActorDeadError:
-                self._forget(topic, ref)
+            self._forget(topic, ref)
         if self._hot.seen(topic, self.actor_loop.time(), len(messages)) or (
                 len(self._shared) and self._shared.match(topic)):
             self._start_topic(topic).tell(PublishBatch(messages, credit))
@@ -457,7 +445,7 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
         # Its subscribers stay in the trie and its retained message in the index:
         # the next hot publish starts a new actor with both.
         self._forget(topic, ref)
-        _tell(ref, StopTopic())
+        tell_if_alive(ref, StopTopic())
 
     def _topic_down(self, ref: ActorRef[Any], reason: Any) -> None:
         topic = self._live.topic_of(ref)
@@ -480,7 +468,7 @@ class _RetryOwed:
 
 def _subscription(topic_filter: str, grant: Grant) -> Subscription:
     """The subscription a grant stands for (options included; not the Subscription Identifier)."""
-    options = grant[2] if len(grant) > 2 else None
+    options = grant.options
     if options is None:
-        return Subscription(topic_filter, grant[0])
-    return Subscription(topic_filter, grant[0], options.no_local, options.retain_as_published)
+        return Subscription(topic_filter, grant.qos)
+    return Subscription(topic_filter, grant.qos, options.no_local, options.retain_as_published)

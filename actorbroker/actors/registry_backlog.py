@@ -1,4 +1,4 @@
-"""Actors layer: the registry's subscription work, in slices. Stdlib, pykka, supervisors.
+"""Actors layer: the registry's subscription work, in slices. Stdlib, supervisors.
 
 Why: every actor of a node shares one event loop, and the registry is
 where cold topics are routed. A SUBSCRIBE of a thousand filters costs the
@@ -34,9 +34,7 @@ import asyncio
 from collections import Counter, deque
 from typing import TYPE_CHECKING, Any
 
-from pykka import ActorDeadError
-
-from supervisors import Down
+from supervisors import Down, tell_if_alive
 
 from .messages import (AddSubscriptions, RouteBatchViaRegistry, RouteViaRegistry,
                        SubscriptionsRemoved, TopicIdle, TopicStarted)
@@ -202,7 +200,7 @@ class SlicedSubscriptions:
                     if head.drop:
                         self._clean.pop(head.client_id, None)
                     if head.packet_id is not None:
-                        self._tell_to(head.reply_to, SubscriptionsRemoved(head.packet_id))
+                        tell_if_alive(head.reply_to, SubscriptionsRemoved(head.packet_id))
                 continue
             backlog.pop()
             if type(head) is AddSubscriptions and len(head.subscriptions) > SLICE:
@@ -215,17 +213,5 @@ class SlicedSubscriptions:
             backlog.scheduled = True
             # Through the loop, not a tell: a turn takes up to 256 messages from the inbox,
             # Continues told now included; the loop must poll its sockets in between.
-            self.actor_loop.call_soon(self._tell_self, Continue())
-
-    @staticmethod
-    def _tell_to(ref: Any, message: Any) -> None:
-        try:
-            ref.tell(message)
-        except ActorDeadError:
-            pass  # the session is gone: its successor resyncs
-
-    def _tell_self(self, message: Any) -> None:
-        try:
-            self.actor_ref.tell(message)
-        except ActorDeadError:
-            pass  # stopped meanwhile: nothing left to continue
+            # A registry stopped meanwhile drops it: nothing is left to continue.
+            self.actor_loop.call_soon(tell_if_alive, self.actor_ref, Continue())

@@ -42,8 +42,6 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from pykka import ActorDeadError
-
 from actorbroker.codec import Packet, ReasonCode, shown
 from actorbroker.messages import ConnectionLost, Drained, Inbound, ReadCredit
 from actorbroker.session import (
@@ -66,7 +64,7 @@ from actorbroker.session import (
     SessionState,
     StartTimer,
 )
-from supervisors import LoopActor
+from supervisors import LoopActor, tell_if_alive
 
 from .admin import DiscardSession
 from .auth import Reauthentication
@@ -130,9 +128,11 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
         #: The read credit of the read whose effects are carried out now (None: no read's).
         self._credit: ReadCredit | None = None
         self._queue = self._core.queue
+        # The ref, not a bound method: a collaborator the actor keeps holding the actor
+        # would make a reference cycle (the ref lets go of a stopped one).
         self._holds = PublisherHolds(client_id, self._queue, self.actor_loop,
                                      node.settings.backpressure_timeout, self._metrics,
-                                     _teller(self.actor_ref))
+                                     self.actor_ref)
 
     @property
     def via_registry(self) -> dict[str, int]:
@@ -437,23 +437,7 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
         self._timers[name] = self.actor_loop.call_later(delay, self._fire, name)
 
     def _fire(self, name: str) -> None:
+        # Not send_after: the timer leaves _timers when it fires, not when its Timer is
+        # handled (may_hibernate and a restarted timer of the same name read _timers).
         self._timers.pop(name, None)
-        self._tell_self(Timer(name))
-
-    def _tell_self(self, message: Any) -> None:
-        try:
-            self.actor_ref.tell(message)
-        except ActorDeadError:
-            pass
-
-
-def _teller(ref: Any) -> Callable[[Any], None]:
-    """What :meth:`SessionActor._tell_self` does, holding the actor's ref rather than the
-    actor: a collaborator kept by the actor holding one of its bound methods would make a
-    reference cycle (the ref lets go of a stopped actor)."""
-    def tell(message: Any) -> None:
-        try:
-            ref.tell(message)
-        except ActorDeadError:
-            pass
-    return tell
+        tell_if_alive(self.actor_ref, Timer(name))

@@ -1,4 +1,4 @@
-"""Actors layer: the commit log half of SessionActor, as a mixin. Stdlib, pykka, session, durable.
+"""Actors layer: the commit log half of SessionActor, as a mixin. Stdlib, supervisors, session, durable.
 
 Kept apart from :mod:`.session` so that its hot path reads as before; the
 actor calls these at a few seams (see :mod:`.durability` for what happens
@@ -21,13 +21,12 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from pykka import ActorDeadError
-
 from actorbroker.codec import Subscription, shown
 from actorbroker.durable import NEVER
 from actorbroker.messages import ReadCredit
 from actorbroker.persistence.records import DisconnectCause
 from actorbroker.session import EXPIRY_TIMER, AppMessage, Delivery, Effect, SessionCore
+from supervisors import send_after, tell_if_alive
 
 from .durability import SessionDurability
 from .durable_messages import Hibernated, LoadSession, SessionLoad
@@ -148,13 +147,7 @@ class DurableSession:
     def call_later(self, delay: float, message: Any) -> None:
         """Tell this actor ``message`` in ``delay`` seconds."""
         loop: Any = getattr(self, "actor_loop")  # noqa: B009 (LoopActor's, typed there)
-        loop.call_later(delay, self._tell_later, message)
-
-    def _tell_later(self, message: Any) -> None:
-        try:
-            self.actor_ref.tell(message)
-        except ActorDeadError:
-            pass
+        send_after(loop, self.actor_ref, delay, message)
 
     def end_now(self) -> None:
         """The session ended while effects wait for the log: drop its name and subscriptions now."""
@@ -179,10 +172,8 @@ class DurableSession:
         keeper = self._node.refs.keeper
         durability = self._durability
         will, due = (None, 0.0) if durability is None else durability.wills.hand_over()
-        if keeper is not None:
-            try:
-                keeper.tell(Hibernated(self.client_id,
-                                       NEVER if expiry is None else min(NEVER, int(expiry)),
-                                       will, due))
-            except ActorDeadError:
-                pass  # the broker is stopping: the next start finds the session in the log
+        # No keeper (or a dead one): the broker is stopping, and the next start finds the
+        # session in the log.
+        tell_if_alive(keeper, Hibernated(self.client_id,
+                                         NEVER if expiry is None else min(NEVER, int(expiry)),
+                                         will, due))

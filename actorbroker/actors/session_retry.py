@@ -1,4 +1,4 @@
-"""Actors layer: in-session retransmission to MQTT 3.x clients, as a SessionActor mixin. Stdlib, pykka, codec, session.
+"""Actors layer: in-session retransmission to MQTT 3.x clients, as a SessionActor mixin. Stdlib, supervisors, codec, session.
 
 MQTT 3.1 and 3.1.1 allow a broker to send an unacknowledged QoS 1/2
 PUBLISH again (with DUP=1), or its PUBREL, while the client stays
@@ -15,11 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pykka import ActorDeadError
-
 from actorbroker.codec import Packet, PubRel
 from actorbroker.session import Effect, OutboundState, Send, SessionCore
 from actorbroker.session.backoff import BackoffPolicy, Retransmission
+from supervisors import send_after
 
 __all__ = ["Retransmit", "Retransmitting"]
 
@@ -83,11 +82,5 @@ class Retransmitting:
 
     def _retransmit_later(self, delay: float) -> None:
         loop: Any = getattr(self, "actor_loop")  # noqa: B009 (LoopActor's)
-        loop.call_later(delay, self._retransmit_tell, Retransmit(self._retransmit_gen))
-
-    def _retransmit_tell(self, message: Retransmit) -> None:
-        try:
-            self.actor_ref.tell(message)
-        except ActorDeadError:
-            pass
+        send_after(loop, self.actor_ref, delay, Retransmit(self._retransmit_gen))
 

@@ -1,4 +1,4 @@
-"""Actors layer: MQTT 5 shared subscriptions for the registry and the topic actors. Stdlib, pykka, routing, session.
+"""Actors layer: MQTT 5 shared subscriptions for the registry and the topic actors. Stdlib, supervisors, routing, session.
 
 A shared subscription ``$share/{group}/{filter}`` (section 4.8.2) gets each
 matching message to **one** of the sessions subscribed to it. The group is
@@ -42,20 +42,19 @@ import time
 from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
-from pykka import ActorDeadError
-
 from actorbroker.durable.journal import handed_back_records
 from actorbroker.persistence.records import SharedRouted
 from actorbroker.routing import FilterTrie, SharedFilter, SharedGroup, Strategy, parse_shared
 from actorbroker.session import AppMessage
+from supervisors import tell_if_alive
 
 from .durable_messages import Append
+from .grants import NO_GRANT, Grant
 from .keeper import Sleeping
 
 __all__ = ["Reachable", "SharedIndex", "SharedSlots", "hash_key", "is_shared",
            "journal_handed_back", "journal_routed", "pick"]
 
-Grant = tuple[Any, ...]  # (qos, epoch) or (qos, epoch, SubOptions)
 _PREFIX = "$share/"
 _RNG = random.Random()  # shared by SharedSlots without a generator of their own
 
@@ -115,20 +114,17 @@ def journal_routed(storage: Any, group: str, client_id: str, messages: Collectio
     member in the log, so a crash loses nothing the publisher saw
     acknowledged; for a hibernated member they are its queue.
     """
-    options = grant[2] if len(grant) > 2 else None
+    options = grant.options
     sub_ids = (options.subscription_id,) if options and options.subscription_id else ()
     as_published = options is not None and options.retain_as_published
     ts = int(time.time() * 1e6)
-    qos = grant[0] if client_id else 0
+    qos = grant.qos if client_id else 0
     records = [SharedRouted(group, client_id, m.log_offset, min(m.qos, qos),
                             as_published and m.retain, sub_ids, m.topic, m.size, timestamp_us=ts)
                for m in messages if m.log_offset >= 0]
-    if records and storage is not None:
-        try:
-            storage.tell(Append(tuple(records), None, 0))
-        except ActorDeadError:
-            return len(messages)
     if storage is None:
+        return len(messages)
+    if records and not tell_if_alive(storage, Append(tuple(records), None, 0)):
         return len(messages)
     return sum(1 for m in messages if m.log_offset < 0 or not min(m.qos, qos))
 
@@ -142,11 +138,8 @@ def journal_handed_back(storage: Any, group: str, client_id: str,
         return
     records = handed_back_records(client_id, ((group, m) for m in messages), durable,
                                   int(time.time() * 1e6))
-    if records:
-        try:
-            storage.tell(Append(tuple(records), None, 0))
-        except ActorDeadError:
-            pass  # the broker is stopping: the next start finds them owed (or queued)
+    if records:  # a dead storage actor: the broker is stopping, and the next start finds
+        tell_if_alive(storage, Append(tuple(records), None, 0))  # them owed (or queued)
 
 
 def _new_group(strategy: Strategy, rng: random.Random) -> SharedGroup[str]:
@@ -262,7 +255,7 @@ class SharedSlots:
                 key = ("", True) if choice is None else choice
                 batches.setdefault(key, []).append(message)
             for (client_id, final), batch in batches.items():
-                yield client_id, whole, members.get(client_id, (0, 0)), final, batch
+                yield client_id, whole, members.get(client_id, NO_GRANT), final, batch
 
     def __bool__(self) -> bool:
         return bool(self.groups)

@@ -1,4 +1,4 @@
-"""Actors layer: the plain subscribers of one topic and their delivery, for topic actors and the registry. Stdlib, pykka, session.
+"""Actors layer: the plain subscribers of one topic and their delivery, for topic actors and the registry. Stdlib, supervisors, session.
 
 :class:`TopicSubscribers` holds ``client id -> {filter: grant}`` for one
 concrete topic (the registry's trie matched it) and what follows from it:
@@ -21,17 +21,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from pykka import ActorDeadError
-
 from actorbroker.messages import ReadCredit
 from actorbroker.session import AppMessage
+from actorbroker.session.suboptions import Match
+from supervisors import tell_if_alive
 
+from .grants import Grant
 from .messages import Deliver, DeliverMatched
 
-__all__ = ["Grant", "TopicSubscribers", "deliver_once"]
+__all__ = ["TopicSubscribers", "deliver_once"]
 
-Grant = tuple[Any, ...]  # (granted QoS, epoch), or (QoS, epoch, SubOptions) for MQTT 5 options
-Copy = tuple[int, int, "tuple[Any, ...] | None"]  # (QoS, epoch, matches) of a client's copy
+Copy = tuple[int, int, "tuple[Match, ...] | None"]  # (QoS, epoch, matches) of a client's copy
 
 
 def _copy(filters: dict[str, Grant]) -> Copy:
@@ -43,13 +43,13 @@ def _copy(filters: dict[str, Grant]) -> Copy:
     """
     if len(filters) == 1:  # the common case: the one subscription decides
         for g in filters.values():
-            return g[0], g[1], None if len(g) == 2 else ((g[0], g[2]),)
-    epoch = max(g[1] for g in filters.values())
-    newest = [g for g in filters.values() if g[1] == epoch]
-    qos = max(g[0] for g in newest)
-    if all(len(g) == 2 for g in newest):
+            return g.qos, g.epoch, None if g.options is None else ((g.qos, g.options),)
+    epoch = max(g.epoch for g in filters.values())
+    newest = [g for g in filters.values() if g.epoch == epoch]
+    qos = max(g.qos for g in newest)
+    if all(g.options is None for g in newest):
         return qos, epoch, None
-    return qos, epoch, tuple((g[0], g[2] if len(g) > 2 else None) for g in newest)
+    return qos, epoch, tuple((g.qos, g.options) for g in newest)
 
 
 class TopicSubscribers:
@@ -112,15 +112,12 @@ def deliver_once(subscribers: dict[str, dict[str, Grant]], messages: tuple[AppMe
 
 
 def _tell(ref: Any, messages: tuple[AppMessage, ...], qos: int, epoch: int,
-          matches: tuple[Any, ...] | None, metrics: Any, client_id: str, topic: str,
+          matches: tuple[Match, ...] | None, metrics: Any, client_id: str, topic: str,
           credit: ReadCredit | None) -> None:
-    if ref is not None:
-        try:
-            ref.tell(Deliver(messages, qos, epoch, credit) if matches is None
-                     else DeliverMatched(messages, epoch, matches, credit))
-            return
-        except ActorDeadError:
-            pass
+    if ref is not None and tell_if_alive(ref, Deliver(messages, qos, epoch, credit)
+                                         if matches is None
+                                         else DeliverMatched(messages, epoch, matches, credit)):
+        return
     if credit is not None:
         credit.take()  # held for this session, which will not take it (never the last hold)
     metrics.drop("session_unavailable", len(messages), client_id=client_id, topic=topic)

@@ -1,4 +1,4 @@
-"""Actors layer: SysActor, the broker's statistics under ``$SYS/broker/``. Stdlib, pykka, supervisors, session.
+"""Actors layer: SysActor, the broker's statistics under ``$SYS/broker/``. Stdlib, supervisors, session.
 
 Every ``[sys] interval`` seconds (0: never) the actor reads the node's
 figures (:mod:`.figures`, which /metrics reads too; the storage actor's
@@ -33,11 +33,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pykka import ActorDeadError
-
 from actorbroker import __version__
 from actorbroker.metrics import LoadAverage
-from supervisors import LoopActor
+from supervisors import LoopActor, send_after, tell_if_alive
 
 from .figures import counters, session_figures, storage_figures
 from .messages import RouteViaRegistry, Timer
@@ -127,7 +125,7 @@ class SysActor(LoopActor):
 
     def _publish(self, store: dict[str, Any] | None = None) -> None:
         node = self._node
-        self._timer = self.actor_loop.call_later(self._interval, self._fire)
+        self._timer = send_after(self.actor_loop, self.actor_ref, self._interval, _TICK)
         values = sys_values(node, self._clock(), store)
         stats = node.stats.snapshot()
         for name, (source, field) in _LOADS.items():
@@ -140,15 +138,7 @@ class SysActor(LoopActor):
             if self._last.get(topic) == payload:
                 continue
             message = node.own_message(topic, payload.encode(), retain=True, now=loop_now)
-            if registry is not None:
-                try:
-                    registry.tell(RouteViaRegistry(topic, (message,), None))
-                except ActorDeadError:
-                    return  # the registry is restarting; what is left goes next time
+            if registry is not None and not tell_if_alive(
+                    registry, RouteViaRegistry(topic, (message,), None)):
+                return  # the registry is restarting; what is left goes next time
             self._last[topic] = payload
-
-    def _fire(self) -> None:
-        try:
-            self.actor_ref.tell(_TICK)
-        except ActorDeadError:
-            pass

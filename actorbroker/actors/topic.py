@@ -1,7 +1,7 @@
 """Actors layer: TopicActor, one per concrete topic. Stdlib, pykka, supervisors, session.
 
 A topic actor holds the subscribers whose filters match its topic (exact and
-wildcard: ``client id -> {filter: (granted QoS, epoch)}``, computed by the
+wildcard: ``client id -> {filter: Grant}`` (:mod:`.grants`), computed by the
 registry when it starts the actor and kept current by ``SubscribersChanged``);
 retained messages are the registry's. On each ``PublishBatch`` it tells every subscribing session one
 ``Deliver`` with the whole batch (:class:`~.subscribers.TopicSubscribers`:
@@ -33,11 +33,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from pykka import ActorDeadError
-
 from actorbroker.messages import ReadCredit
 from actorbroker.session import AppMessage
-from supervisors import LoopActor
+from supervisors import LoopActor, send_after, tell_if_alive
 
 from .messages import (
     DeliverShared,
@@ -49,10 +47,11 @@ from .messages import (
     TopicIdle,
 )
 from .faults import CrashForTest, crash_for_test
+from .grants import NO_GRANT, Grant
 from .node import Node
 from .keeper import Sleeping
 from .shared import Reachable, SharedSlots, journal_routed
-from .subscribers import Grant, TopicSubscribers
+from .subscribers import TopicSubscribers
 
 __all__ = ["TopicActor"]
 
@@ -135,11 +134,10 @@ class TopicActor(LoopActor):
             if ref is not None and type(ref) is not Sleeping:
                 if credit is not None:
                     credit.hold(1)
-                try:
-                    ref.tell(DeliverShared(tuple(batch), grant[0], grant[1], whole, final,
-                                           grant[2] if len(grant) > 2 else None, credit))
+                if tell_if_alive(ref, DeliverShared(tuple(batch), grant.qos, grant.epoch, whole,
+                                                    final, grant.options, credit)):
                     lost = 0
-                except ActorDeadError:
+                else:
                     if credit is not None:
                         credit.take()  # never the last hold: the batch keeps its own
                     ref = sessions.get(client_id)  # it may have hibernated meanwhile
@@ -160,14 +158,11 @@ class TopicActor(LoopActor):
         node = self._node
         owed = tuple(m for m in batch if m.qos)
         registry = node.refs.registry
-        if owed and registry is not None:
-            try:
-                registry.tell(RedeliverShared("", whole, owed))
-            except ActorDeadError:
-                pass  # stopping: the log keeps them owed for the restart
+        if owed:  # a dead (stopping) registry: the log keeps them owed for the restart
+            tell_if_alive(registry, RedeliverShared("", whole, owed))
         lost = [m for m in batch if not m.qos]
         if lost:
-            journal_routed(node.refs.storage, whole, "", lost, (0, 0))
+            journal_routed(node.refs.storage, whole, "", lost, NO_GRANT)
             node.metrics.drop("shared_unavailable", len(lost), topic=self.topic)
 
     def _change(self, changes: tuple[tuple[str, Any, Grant | None], ...]) -> None:
@@ -180,17 +175,11 @@ class TopicActor(LoopActor):
 
     def _arm_idle(self) -> None:
         if self._timer is None:
-            self._timer = self.actor_loop.call_later(
-                self._node.settings.topic_idle, self._fire)
-
-    def _fire(self) -> None:
-        self._timer = None
-        try:
-            self.actor_ref.tell(_IDLE)
-        except ActorDeadError:
-            pass
+            self._timer = send_after(self.actor_loop, self.actor_ref,
+                                     self._node.settings.topic_idle, _IDLE)
 
     def _idle_check(self) -> None:
+        self._timer = None  # fired: the next idle check arms a new one
         if self._busy:
             self._busy = False
         else:

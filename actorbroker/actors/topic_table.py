@@ -39,6 +39,7 @@ from supervisors import (
     demonitor,
     monitor,
     start_sharded_child,
+    tell_if_alive,
 )
 
 from .messages import PublishBatch, StopTopic, TopicStarted
@@ -116,10 +117,8 @@ class TopicTable:
         owner = self._owner
 
         def tell_owner(done: LoopFuture[Any]) -> None:
-            try:
-                owner.tell(TopicStarted(port, done))
-            except ActorDeadError:
-                pass  # the registry is gone; its successor starts topics anew
+            # A registry gone meanwhile drops it: its successor starts topics anew.
+            tell_if_alive(owner, TopicStarted(port, done))
         reply.add_done_callback(tell_owner)
         return port
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+from actorbroker.actors.grants import NO_GRANT, Grant
 from actorbroker.actors.shared import (
     Reachable,
     SharedIndex,
@@ -23,29 +24,29 @@ def messages(count: int, publisher: str = "p") -> tuple[AppMessage, ...]:
 
 def test_index_matches_groups_by_their_inner_filter() -> None:
     index = SharedIndex()
-    index.add(SharedFilter("g", "a/+"), "c1", (1, 7))
-    index.add(SharedFilter("g", "a/+"), "c2", (2, 8))
-    index.add(SharedFilter("h", "a/#"), "c1", (0, 7))
-    index.add(SharedFilter("g", "b"), "c3", (0, 9))
-    assert index.match("a/b") == {"$share/g/a/+": {"c1": (1, 7), "c2": (2, 8)},
-                                  "$share/h/a/#": {"c1": (0, 7)}}
+    index.add(SharedFilter("g", "a/+"), "c1", Grant(1, 7))
+    index.add(SharedFilter("g", "a/+"), "c2", Grant(2, 8))
+    index.add(SharedFilter("h", "a/#"), "c1", Grant(0, 7))
+    index.add(SharedFilter("g", "b"), "c3", Grant(0, 9))
+    assert index.match("a/b") == {"$share/g/a/+": {"c1": Grant(1, 7), "c2": Grant(2, 8)},
+                                  "$share/h/a/#": {"c1": Grant(0, 7)}}
     assert index.match("$share/g/a/b") == {}
     assert index.holds("$share/g/a/+", "c2") and len(index) == 4
     assert index.remove("$share/g/a/+", "c2") and not index.remove("$share/g/a/+", "c2")
-    assert index.members("$share/g/a/+") == {"c1": (1, 7)}
+    assert index.members("$share/g/a/+") == {"c1": Grant(1, 7)}
     assert index.remove("$share/g/a/+", "c1") and index.group("$share/g/a/+") is None
     assert "$share/g/a/+" not in index.match("a/b")
 
 
 def test_each_message_goes_to_one_online_member_in_turn() -> None:
-    slots = SharedSlots({"$share/g/a/b": {"c1": (1, 1), "c2": (1, 2)}})
+    slots = SharedSlots({"$share/g/a/b": {"c1": Grant(1, 1), "c2": Grant(1, 2)}})
     routed = list(slots.route(messages(4), {"c1", "c2"}, {"c1", "c2"}))
     assert sorted((c, [m.payload for m in b], final) for c, _, _, final, b in routed) == [
         ("c1", [b"0", b"2"], False), ("c2", [b"1", b"3"], False)]
 
 
 def test_offline_members_only_when_none_is_online() -> None:
-    slots = SharedSlots({"$share/g/a/b": {"c1": (1, 1), "c2": (1, 2)}})
+    slots = SharedSlots({"$share/g/a/b": {"c1": Grant(1, 1), "c2": Grant(1, 2)}})
     [(client, _, _, final, batch)] = slots.route(messages(3), {"c2"}, {"c1", "c2"})
     assert (client, final, len(batch)) == ("c2", False, 3)
     [(client, _, _, final, batch)] = slots.route(messages(1), set(), {"c1"})
@@ -55,7 +56,7 @@ def test_offline_members_only_when_none_is_online() -> None:
 
 
 def test_hash_strategy_keeps_a_publisher_on_one_member() -> None:
-    slots = SharedSlots({"$share/g/t": {f"c{i}": (1, i) for i in range(5)}}, Strategy.HASH)
+    slots = SharedSlots({"$share/g/t": {f"c{i}": Grant(1, i) for i in range(5)}}, Strategy.HASH)
     everyone = {f"c{i}" for i in range(5)}
     chosen = {c for c, *_ in slots.route(messages(20, "pub-1"), everyone, everyone)}
     assert len(chosen) == 1
@@ -66,7 +67,7 @@ def test_hash_strategy_keeps_a_publisher_on_one_member() -> None:
 
 
 def test_random_strategy_gives_each_message_to_exactly_one_member() -> None:
-    slots = SharedSlots({"$share/g/t": {"a": (1, 1), "b": (1, 1)}}, Strategy.RANDOM,
+    slots = SharedSlots({"$share/g/t": {"a": Grant(1, 1), "b": Grant(1, 1)}}, Strategy.RANDOM,
                         random.Random(7))
     routed = list(slots.route(messages(50), {"a", "b"}, {"a", "b"}))
     assert sum(len(batch) for *_, batch in routed) == 50
@@ -76,11 +77,11 @@ def test_random_strategy_gives_each_message_to_exactly_one_member() -> None:
 def test_changes_add_and_remove_members() -> None:
     slots = SharedSlots()
     assert not slots
-    slots.change("c1", "$share/g/t", (1, 1))
-    slots.change("c1", "$share/g/t", (2, 3))  # replaced, not twice
+    slots.change("c1", "$share/g/t", Grant(1, 1))
+    slots.change("c1", "$share/g/t", Grant(2, 3))  # replaced, not twice
     assert len(slots) == 1
     [(_, whole, grant, _, _)] = slots.route(messages(1), {"c1"}, {"c1"})
-    assert (whole, grant) == ("$share/g/t", (2, 3))
+    assert (whole, grant) == ("$share/g/t", Grant(2, 3))
     slots.change("c1", "$share/g/t", None)
     assert not slots
 
@@ -133,7 +134,7 @@ def test_journal_routed_writes_shared_routed_records() -> None:
     qos0 = AppMessage("t", b"y", 0, log_offset=41)
     unlogged = AppMessage("t", b"z", 1)
     lost = journal_routed(storage, "$share/g/t", "m", [logged, qos0, unlogged],
-                          (1, 3, SubOptions(retain_as_published=True, subscription_id=5)))
+                          Grant(1, 3, SubOptions(retain_as_published=True, subscription_id=5)))
     assert lost == 2  # what a hibernated member could not queue: QoS 0, not logged
     [append] = storage.told
     assert isinstance(append, Append)
@@ -143,7 +144,7 @@ def test_journal_routed_writes_shared_routed_records() -> None:
             first.subscription_ids, first.topic) == ("$share/g/t", "m", 40, 1, True, (5,), "t")
     assert (second.offset, second.qos) == (41, 0)  # settles the group's debt, queues nothing
     storage.told.clear()
-    assert journal_routed(storage, "$share/g/t", "", [logged], (0, 0)) == 1
+    assert journal_routed(storage, "$share/g/t", "", [logged], NO_GRANT) == 1
     [append] = storage.told
     assert [(r.client_id, r.qos) for r in append.records] == [("", 0)]  # no member took it
 
@@ -161,4 +162,4 @@ def test_journal_handed_back_owes_the_group_again() -> None:
     storage.told.clear()
     journal_handed_back(storage, "$share/g/t", "m", [logged], False)  # not durable: no queue
     assert [type(r) for r in storage.told[0].records] == [SharedPending]
-    assert journal_routed(None, "$share/g/t", "m", [logged], (1, 3)) == 1  # no commit log
+    assert journal_routed(None, "$share/g/t", "m", [logged], Grant(1, 3)) == 1  # no commit log

@@ -8,7 +8,8 @@ import pytest
 from pykka import ActorDeadError
 
 from actorbroker.actors.messages import Deliver, DeliverMatched
-from actorbroker.actors.subscribers import Grant, TopicSubscribers, deliver_once
+from actorbroker.actors.grants import Grant
+from actorbroker.actors.subscribers import TopicSubscribers, _copy, deliver_once
 from actorbroker.messages import ReadCredit
 from actorbroker.metrics import BrokerMetrics
 from actorbroker.session import AppMessage
@@ -30,12 +31,12 @@ class Session:
 
 OPTS = SubOptions(no_local=True)
 TABLES: list[dict[str, dict[str, Grant]]] = [
-    {"a": {"t/x": (1, 3)}},
-    {"a": {"t/x": (0, 3), "t/+": (2, 3), "#": (1, 2)}},  # newest epoch, highest QoS there
-    {"a": {"t/x": (1, 1)}, "b": {"t/#": (0, 4, OPTS)}},  # MQTT 5 options
-    {"b": {"t/x": (2, 4), "t/+": (1, 4, OPTS)}},  # options on one of two
-    {"b": {"t/x": (2, 5), "t/+": (1, 4, OPTS)}},  # options only in an older epoch
-    {"gone": {"t/x": (1, 1)}, "dead": {"t/+": (0, 1)}, "a": {"#": (0, 1)}},
+    {"a": {"t/x": Grant(1, 3)}},
+    {"a": {"t/x": Grant(0, 3), "t/+": Grant(2, 3), "#": Grant(1, 2)}},  # newest epoch, top QoS
+    {"a": {"t/x": Grant(1, 1)}, "b": {"t/#": Grant(0, 4, OPTS)}},  # MQTT 5 options
+    {"b": {"t/x": Grant(2, 4), "t/+": Grant(1, 4, OPTS)}},  # options on one of two
+    {"b": {"t/x": Grant(2, 5), "t/+": Grant(1, 4, OPTS)}},  # options only in an older epoch
+    {"gone": {"t/x": Grant(1, 1)}, "dead": {"t/+": Grant(0, 1)}, "a": {"#": Grant(0, 1)}},
 ]
 
 
@@ -72,3 +73,22 @@ def test_deliver_once_rules() -> None:
     assert dropped == {"session_unavailable": 2}  # no session "gone"; "dead" stopped
     assert len(told["a"]) == 1
     assert holds == 2  # the caller's own and the one Deliver told
+
+
+OLD = SubOptions(retain_as_published=True)
+COPIES: list[tuple[dict[str, Grant], tuple[int, int, Any]]] = [
+    ({"t/x": Grant(1, 3)}, (1, 3, None)),  # one plain subscription
+    ({"t/x": Grant(2, 3, OPTS)}, (2, 3, ((2, OPTS),))),  # one with options
+    ({"t/x": Grant(0, 3), "t/+": Grant(2, 3)}, (2, 3, None)),  # one epoch: highest QoS
+    ({"t/x": Grant(0, 4), "t/+": Grant(2, 3)}, (0, 4, None)),  # newest epoch beats higher QoS
+    ({"t/x": Grant(2, 2), "t/+": Grant(1, 5), "#": Grant(0, 5)}, (1, 5, None)),
+    ({"t/x": Grant(1, 4), "t/+": Grant(2, 4, OPTS)}, (2, 4, ((1, None), (2, OPTS)))),
+    ({"t/x": Grant(1, 5), "t/+": Grant(2, 4, OLD)}, (1, 5, None)),  # options of an old epoch
+    ({"t/x": Grant(0, 4, OLD), "t/+": Grant(1, 4, OPTS)}, (1, 4, ((0, OLD), (1, OPTS)))),
+]
+
+
+@pytest.mark.parametrize(("filters", "expected"), COPIES)
+def test_grant_copy_prefers_newest_epoch_then_highest_qos(
+        filters: dict[str, Grant], expected: tuple[int, int, Any]) -> None:
+    assert _copy(filters) == expected

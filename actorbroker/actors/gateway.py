@@ -217,7 +217,7 @@ class SessionGateway:
     def refuse(self, conn: Any, refused: Refused) -> Any:
         """Carry out ``refused``: now, or after its delay (the connection meanwhile points at
         a port that drops its reads, which this returns; None otherwise)."""
-        if refused.delay <= 0 or self._call_later is None:
+        if refused.delay <= 0:
             _send_refusal(conn, refused)
             return None
         self._call_later(refused.delay, _refuse_if_open, conn, refused)

@@ -16,7 +16,7 @@ from actorbroker.errors import ConfigError, InvalidConfigError
 
 from .options import option_of
 
-__all__ = ["address", "check_section", "host_name", "node_name", "not_empty"]
+__all__ = ["address", "check_section", "host_name", "node_name", "not_empty", "strings"]
 
 _NODE_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 _HOST_NAME = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)(\.(?!-)[A-Za-z0-9-]{1,63}(?<!-))*\.?")
@@ -43,6 +43,15 @@ def address(value: str) -> str | None:
 def not_empty(value: str) -> str | None:
     """A path or name that must be given."""
     return None if value else "must not be empty"
+
+
+def strings(value: list[Any], what: str) -> str | None:
+    """Why a list option of ``what`` (client id patterns, user names...) is refused: an
+    item that is not a non-empty string; None if none is."""
+    for item in value:
+        if not isinstance(item, str) or not item:
+            return f"must hold {what} (non-empty strings), not {item!r}"
+    return None
 
 
 def host_name() -> str:

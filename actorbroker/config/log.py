@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .checks import check_section
+from .checks import check_section, strings
 from .options import option
 
 __all__ = ["LEVELS", "LogConfig"]
@@ -34,10 +34,7 @@ def logger_levels(value: dict[str, Any]) -> str | None:
 
 def client_patterns(value: list[Any]) -> str | None:
     """Non-empty strings (fnmatch patterns of client ids)."""
-    for item in value:
-        if not isinstance(item, str) or not item:
-            return f"must hold client id patterns (non-empty strings), not {item!r}"
-    return None
+    return strings(value, "client id patterns")
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .checks import check_section
+from .checks import check_section, strings
 from .options import option
 
 __all__ = ["AuthConfig", "Mqtt5Config"]
@@ -122,9 +122,10 @@ class Mqtt5Config:
 
 def client_id_patterns(value: list[Any]) -> str | None:
     """Non-empty strings whose only % is the %u of the user name."""
+    why = strings(value, "client id patterns")
+    if why:
+        return why
     for item in value:
-        if not isinstance(item, str) or not item:
-            return f"must hold client id patterns (non-empty strings), not {item!r}"
         if "%" in item.replace("%u", ""):
             return f"pattern {item!r}: %u (the user name) is the only % sequence"
     return None
@@ -132,10 +133,7 @@ def client_id_patterns(value: list[Any]) -> str | None:
 
 def user_names(value: list[Any]) -> str | None:
     """Non-empty strings."""
-    for item in value:
-        if not isinstance(item, str) or not item:
-            return f"must hold user names (non-empty strings), not {item!r}"
-    return None
+    return strings(value, "user names")
 
 
 @dataclass(frozen=True, slots=True)

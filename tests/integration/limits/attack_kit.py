@@ -5,11 +5,12 @@ QoS 1 round trips on its own thread, and the RSS figures of an attack run twice.
 round trip started and ended, so that a test can ask how many fitted inside an
 attack's window. :func:`run_twice` runs an attack twice against a served broker,
 waits (polling /proc, with a deadline) for its RSS to come back after each run,
-and returns the figures.
+and returns the figures. :func:`send_zeros` is the body of the floods.
 """
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -20,6 +21,17 @@ from served_kit import Served
 from bench.storm import Prober
 
 MB = 1024 * 1024
+
+
+def send_zeros(sock: socket.socket, first: bytes, total: int) -> None:
+    """Send ``first``, then zeros in 256 KiB writes up to ``total`` bytes (the floods'
+    bodies); OSError once the broker closed (reset or broken pipe)."""
+    chunk = bytes(256 * 1024)
+    sock.sendall(first)
+    sent = len(first)
+    while sent < total:
+        sock.sendall(chunk)
+        sent += len(chunk)
 
 
 class Healthy:

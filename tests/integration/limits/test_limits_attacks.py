@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from attack_kit import MB, Healthy, run_once
+from attack_kit import MB, Healthy, run_once, send_zeros
 from mqtt_testkit import RawClient
 from served_kit import Served
 from bench.storm import Storm
@@ -229,18 +229,13 @@ def test_a_256_mib_announced_length(broker: Served, healthy: Healthy) -> None:
 def _stream(host: str, port: int, first: bytes, total: int, level: int) -> list[Packet]:
     """Send ``first`` then zeros up to ``total`` bytes (or until the broker closes) while
     another thread reads: what the broker answered before it closed the socket."""
-    chunk = bytes(256 * 1024)
     answers: list[list[Packet]] = []
     with socket.create_connection((host, port), timeout=10) as sock:
         # Read meanwhile: the answer must not be lost to the reset that closes the socket.
         reader = threading.Thread(target=lambda: answers.append(_until_closed(sock, level)))
         reader.start()
         try:
-            sock.sendall(first)
-            sent = len(first)
-            while sent < total:
-                sock.sendall(chunk)
-                sent += len(chunk)
+            send_zeros(sock, first, total)
         except OSError:  # reset or broken pipe: the broker closed
             pass
         reader.join(30)

@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from attack_kit import send_zeros
 from mqtt_testkit import RawClient, broker_config
 from served_kit import Served
 
@@ -35,14 +36,9 @@ def _flood(host: str, port: int, first: bytes, total: int) -> bool:
     The broker reads and discards for a moment after it decided to close (so
     that a goodbye is not lost to a reset), so most of the bytes may go out.
     """
-    chunk = bytes(256 * 1024)
     with socket.create_connection((host, port), timeout=10) as sock:
         try:
-            sock.sendall(first)
-            sent = len(first)
-            while sent < total:
-                sock.sendall(chunk)
-                sent += len(chunk)
+            send_zeros(sock, first, total)
             return sock.recv(1) == b""
         except OSError:  # reset or broken pipe: the broker closed
             return True

@@ -5,7 +5,7 @@ imperative, notifications past tense (docs/style.md). Dispatch with ``match``::
 
     match message:
         case Inbound(conn_id, packets, credit): ...
-        case ConnectionLost(conn_id, reason, graceful): ...
+        case ConnectionLost(conn_id, reason, graceful, code): ...
         case Drained(conn_id): ...
 
 The transport (:mod:`actorbroker.transport`) sends the three below to the
@@ -103,12 +103,19 @@ class ConnectionLost:
     side; False for everything else (network error, EOF without DISCONNECT,
     keepalive expiry, protocol violation, output overflow). ``reason`` is a
     human-readable cause for logs, e.g. ``"keepalive timeout"`` or the
-    protocol error's message with its rule id.
+    protocol error's message with its rule id. ``code`` is the MQTT 5 reason
+    code of whoever decided the close, whatever the client's version: 0x00
+    the client's DISCONNECT, 0x8D keepalive, the protocol error's code, or
+    the one given to ``conn.close()`` (0x8B shutdown, 0x98 an operator's
+    kick); None when nobody decided it (the socket went, the output
+    overflowed, ``close()`` without a code). The session journals its cause
+    from it (:func:`actorbroker.durable.journal.disconnect_cause`).
     """
 
     conn_id: int
     reason: str
     graceful: bool
+    code: int | None = None
 
 
 @quick_init

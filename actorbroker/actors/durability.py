@@ -36,6 +36,7 @@ from actorbroker.durable import OffsetQueue
 from actorbroker.durable.journal import (
     ack_records,
     connected_record,
+    disconnect_cause,
     queued_records,
     subscribed_records,
     will_record,
@@ -132,12 +133,14 @@ class SessionDurability:
             self._stash.append(will_record(self._cid, will, delay, ts))
         self.wills.attached(connect)
 
-    def detached(self, core: Any, reason: str, cause: int) -> None:
-        """``core.detach`` ran: the SessionDisconnected to store."""
+    def detached(self, core: Any, reason: str, code: int | None) -> None:
+        """``core.detach`` ran: the SessionDisconnected to store, its cause from the
+        reason code of whoever closed the connection (None: the socket went)."""
         seconds = (expiry_of(core) if self.durable and core.state is SessionState.DISCONNECTED
                    else 0)
-        self._stash.append(SessionDisconnected(self._cid, cause, 0, seconds, reason[:500],
-                                               timestamp_us=now_us()))
+        self._stash.append(SessionDisconnected(self._cid, disconnect_cause(code),
+                                               0 if code is None else int(code),
+                                               seconds, reason[:500], timestamp_us=now_us()))
         self.wills.detached()
         if seconds == 0:
             self.durable = False

@@ -114,7 +114,9 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
         self._core = SessionCore(client_id, node.settings.session)
         self._conn: Any = None
         self._conn_id = 0
-        self._close_reason: str | None = None
+        #: The reason code of the Close this actor carried out on the attached connection
+        #: (None: it closed none): the cause its SessionDisconnected journals.
+        self._close_code: int | None = None
         self._timers: dict[str, Any] = {}
         self._router = PublishRouter(node, self.actor_ref)
         self._forward: dict[int, Any] = {}  # conn id -> port of a connection handed back
@@ -426,7 +428,8 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
         conn = self._conn
         if conn is None:
             return
-        self._close_reason = effect.reason
+        if not conn.closed:  # else the transport ended it first: its ConnectionLost says why
+            self._close_code = effect.reason_code
         # Any MQTT 5 DISCONNECT was in a Send before the Close: no reason code here.
         conn.close(None, effect.reason)
 

@@ -30,7 +30,6 @@ from actorbroker.messages import ConnectionLost, Drained
 from actorbroker.session import Effect, Send, SessionCore, SessionState
 
 from .messages import Attach
-from .session_durable import disconnect_cause
 
 __all__ = ["CHUNK", "ConnectionLifecycle", "peer"]
 
@@ -70,7 +69,7 @@ class ConnectionLifecycle:
     _core: SessionCore
     _conn: Any
     _conn_id: int
-    _close_reason: str | None
+    _close_code: int | None
     _forward: dict[int, Any]
     #: Wall-clock time its last connection ended (None: never connected to this actor).
     last_seen: float | None = None
@@ -126,9 +125,9 @@ class ConnectionLifecycle:
             log.info("client %s disconnected from %s: taken over by a new connection from %s"
                      " [MQTT-3.1.4-2]", shown(self.client_id), peer(old), peer(conn),
                      extra=about(self.client_id, old))
-            self._close_reason = None
             self._run(self._core.take_over(now))  # closes the old connection, maybe its Will
             self._conn = None
+            self._close_code = None  # that Close was the old connection's
             self._metrics.disconnected()
         self._conn, self._conn_id = conn, conn.conn_id
         self._metrics.connected()
@@ -180,16 +179,16 @@ class ConnectionLifecycle:
         durability = self._durability
         if durability is None:
             self._metrics.disconnected()
-        reason = self._close_reason or message.reason
-        self._close_reason = None
+        reason = message.reason
+        code = message.code if self._close_code is None else self._close_code
+        self._close_code = None
         log.info("client %s disconnected from %s: %s", shown(self.client_id), peer(conn), reason,
                  extra=about(self.client_id, conn))
         if durability is not None:  # held for the commit log: this connection never gets them
             self._unwritten(durability.held_for(conn))
         effects = self._core.detach(self._now())
         if durability is not None:
-            durability.detached(self._core, reason, disconnect_cause(
-                reason, client_sent_disconnect=False))
+            durability.detached(self._core, reason, code)
         self._run(effects)
         if durability is not None:  # counted once its Will is routed (after the log has it)
             durability.when_released(self._metrics.disconnected)

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 from actorbroker.codec import Subscription, shown
 from actorbroker.durable import NEVER
 from actorbroker.messages import ReadCredit
-from actorbroker.persistence.records import DisconnectCause
 from actorbroker.session import EXPIRY_TIMER, AppMessage, Delivery, Effect, SessionCore
 from supervisors import send_after, tell_if_alive
 
@@ -34,24 +33,9 @@ from .keeper import Sleeping
 from .messages import SessionEnded
 from .node import Node
 
-__all__ = ["DurableSession", "disconnect_cause"]
+__all__ = ["DurableSession"]
 
 log = logging.getLogger("actorbroker.session")
-
-
-def disconnect_cause(reason: str, *, client_sent_disconnect: bool) -> int:
-    """The ``DisconnectCause`` of a connection that ended for ``reason`` (a log line)."""
-    if client_sent_disconnect or "client sent DISCONNECT" in reason:
-        return DisconnectCause.CLIENT_DISCONNECT
-    text = reason.lower()
-    for words, cause in (("keepalive", DisconnectCause.KEEPALIVE_TIMEOUT),
-                         ("taken over", DisconnectCause.TAKEN_OVER),
-                         ("shutting down", DisconnectCause.SERVER_SHUTDOWN),
-                         ("[mqtt-", DisconnectCause.PROTOCOL_ERROR),
-                         ("not authorized", DisconnectCause.NOT_AUTHORIZED)):
-        if words in text:
-            return cause
-    return DisconnectCause.CONNECTION_LOST
 
 
 class DurableSession:

@@ -15,7 +15,8 @@ client PUBLISH QoS 1/2 accepted            ``Publish`` (every session; PUBACK /
 client PUBLISH QoS 0, Will at QoS 0        ``Publish`` with ``[storage] log_qos0``
                                            only; nothing waits for it
 CONNECT accepted / connection ended        ``SessionConnected`` (+ ``WillSet``) /
-                                           ``SessionDisconnected`` (every session)
+                                           ``SessionDisconnected`` (every session;
+                                           :func:`disconnect_cause` of the close)
 SUBSCRIBE granted / UNSUBSCRIBE            ``Subscribed`` / ``Unsubscribed`` (every
                                            session; SUBACK / UNSUBACK after it)
 Will published / discarded                 ``WillSent`` / ``WillCleared``
@@ -43,6 +44,7 @@ from actorbroker.codec import (
     PubComp,
     PubRec,
     PubRel,
+    ReasonCode,
     Subscription,
     Will,
 )
@@ -50,6 +52,7 @@ from actorbroker.codec import Publish as PublishPacket
 from actorbroker.codec.properties import WILL_PROPERTIES
 from actorbroker.codec.property_codec import decode_properties, encode_properties
 from actorbroker.persistence.records import (
+    DisconnectCause,
     OutboundSent,
     SessionQueued,
     PubAckReceived,
@@ -72,6 +75,7 @@ __all__ = [
     "ack_records",
     "blob_of",
     "connected_record",
+    "disconnect_cause",
     "handed_back_records",
     "message_of",
     "options_of",
@@ -149,6 +153,47 @@ def connected_record(client_id: str, connect: Connect, *, expiry: int, present: 
         connect.keepalive, connect.username or "" if owner is None else owner, peer,
         timestamp_us=ts,
     )
+
+
+_R, _C = ReasonCode, DisconnectCause
+#: The cause of the codes that name one; any other code from 0x80 up is the peer's error.
+_CAUSES: dict[int, DisconnectCause] = {
+    _R.NORMAL_DISCONNECTION: _C.CLIENT_DISCONNECT,
+    _R.DISCONNECT_WITH_WILL_MESSAGE: _C.CLIENT_DISCONNECT,
+    _R.KEEP_ALIVE_TIMEOUT: _C.KEEPALIVE_TIMEOUT,
+    _R.SESSION_TAKEN_OVER: _C.TAKEN_OVER,
+    _R.SERVER_SHUTTING_DOWN: _C.SERVER_SHUTDOWN,
+    _R.USE_ANOTHER_SERVER: _C.SERVER_SHUTDOWN,  # a shutdown's farewell may send clients on
+    _R.SERVER_MOVED: _C.SERVER_SHUTDOWN,
+    _R.ADMINISTRATIVE_ACTION: _C.ADMINISTRATIVE,
+    _R.NOT_AUTHORIZED: _C.NOT_AUTHORIZED,
+    _R.BAD_USER_NAME_OR_PASSWORD: _C.NOT_AUTHORIZED,
+    _R.BANNED: _C.NOT_AUTHORIZED,
+    _R.BAD_AUTHENTICATION_METHOD: _C.NOT_AUTHORIZED,
+    # The broker's own failure or limit, not the peer's error: no cause of the list fits
+    # (the record's reason code and text say which).
+    _R.UNSPECIFIED_ERROR: _C.UNKNOWN,
+    _R.IMPLEMENTATION_SPECIFIC_ERROR: _C.UNKNOWN,
+    _R.SERVER_UNAVAILABLE: _C.UNKNOWN,
+    _R.SERVER_BUSY: _C.UNKNOWN,
+    _R.CONNECTION_RATE_EXCEEDED: _C.UNKNOWN,
+    _R.MAXIMUM_CONNECT_TIME: _C.UNKNOWN,
+}
+
+
+def disconnect_cause(code: int | None) -> DisconnectCause:
+    """The ``SessionDisconnected`` cause of a connection closed with reason ``code``.
+
+    ``code`` is the MQTT 5 reason code of whoever decided the close (the
+    session's ``Close`` or the transport's ``ConnectionLost.code``, for
+    every protocol version); None when nobody did: the socket just went.
+    """
+    if code is None:
+        return _C.CONNECTION_LOST
+    cause = _CAUSES.get(code)
+    if cause is not None:
+        return cause
+    return _C.PROTOCOL_ERROR if code >= _R.UNSPECIFIED_ERROR else _C.UNKNOWN
 
 
 def will_record(client_id: str, will: Will, delay: int, ts: int) -> WillSet:

@@ -38,6 +38,7 @@ from actorbroker.codec import (
     Packet,
     Properties,
     ProtocolError,
+    ReasonCode,
     encode,
     shown,
 )
@@ -215,13 +216,14 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
               properties: Properties | None = None) -> None:
         """Flush, say goodbye (v5 DISCONNECT, or CONNACK before any), close. Idempotent.
 
-        ``properties`` go in that v5 packet (e.g. a Server Reference).
+        ``properties`` go in that v5 packet (e.g. a Server Reference); ``reason_code``
+        also goes to the session, in ``ConnectionLost.code``, for every version.
         """
         if self._closing:
             return
         if reason_code is not None and self.protocol_level == 5:
             self._goodbye(reason_code, properties=properties)
-        self._shutdown(reason or "closed by the server", graceful=True)
+        self._shutdown(reason or "closed by the server", graceful=True, code=reason_code)
 
     def set_keepalive(self, seconds: int) -> None:
         """Close after 1.5 x ``seconds`` without a packet ([MQTT-3.1.2-24]); 0 disables."""
@@ -324,7 +326,7 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
         if not self._closing:
             self._closing = True
             if self._gate.state is _S.CLOSED:  # gone while its session answered its DISCONNECT
-                self._tell_lost("client sent DISCONNECT", graceful=True)
+                self._tell_lost("client sent DISCONNECT", True, ReasonCode.NORMAL_DISCONNECTION)
             else:
                 reason = (f"connection lost: {exc}" if exc
                           else "closed by the client without DISCONNECT")

@@ -127,7 +127,7 @@ class ConnectionEndings:
             self._gate.connack_sent = True
         elif level == 5:
             self._goodbye(exc.reason_code, reason=str(exc))
-        self._shutdown(str(exc), graceful=False)
+        self._shutdown(str(exc), graceful=False, code=exc.reason_code)
 
     def _refuse_busy(self, why: str) -> None:
         """Refuse the CONNECT: the broker is overloaded (v5 0x89 Server busy, v3 0x03)."""
@@ -173,7 +173,7 @@ class ConnectionEndings:
                  self.conn_id, self._who(), self._idle.limit)
         if self.protocol_level == 5:
             self._goodbye(ReasonCode.KEEP_ALIVE_TIMEOUT)  # the code says it all
-        self._shutdown("keepalive timeout", graceful=False)
+        self._shutdown("keepalive timeout", graceful=False, code=ReasonCode.KEEP_ALIVE_TIMEOUT)
 
     def _disconnected(self, packet: Packet) -> None:
         """The client sent DISCONNECT: close, or let the session answer it first.
@@ -186,15 +186,18 @@ class ConnectionEndings:
         if (type(packet) is Disconnect and self._gate.connack_ok
                 and packet.properties.session_expiry_interval is not None):
             self._abort_timer = self._loop.call_later(
-                self._settings.close_timeout, self._shutdown, "client sent DISCONNECT", True)
+                self._settings.close_timeout, self._shutdown, "client sent DISCONNECT", True,
+                ReasonCode.NORMAL_DISCONNECTION)
             return
-        self._shutdown("client sent DISCONNECT", graceful=True)
+        self._shutdown("client sent DISCONNECT", graceful=True,
+                       code=ReasonCode.NORMAL_DISCONNECTION)
 
     # -- closing -----------------------------------------------------------------
 
-    def _shutdown(self, reason: str, graceful: bool, *, abort: bool = False) -> None:
+    def _shutdown(self, reason: str, graceful: bool, code: int | None = None, *,
+                  abort: bool = False) -> None:
         """Flush what is queued, close the transport gracefully (see the module doc),
-        tell the session once."""
+        tell the session once (``code``: see ``ConnectionLost``)."""
         if self._closing:
             return
         self._closing = True
@@ -210,7 +213,7 @@ class ConnectionEndings:
             else:
                 self._outbox.flush()
                 self._linger(transport)
-        self._tell_lost(reason, graceful)
+        self._tell_lost(reason, graceful, code)
 
     def _linger(self, transport: asyncio.Transport) -> None:
         """Shut down writing, read until the peer's EOF (``eof_received`` closes), at most
@@ -240,10 +243,10 @@ class ConnectionEndings:
                      self.conn_id, self._who(), self._settings.close_timeout)
             self.transport.abort()
 
-    def _tell_lost(self, reason: str, graceful: bool) -> None:
+    def _tell_lost(self, reason: str, graceful: bool, code: int | None = None) -> None:
         if self._port is not None and not self._lost_told:
             self._lost_told = True
-            self._tell(ConnectionLost(self.conn_id, reason, graceful))
+            self._tell(ConnectionLost(self.conn_id, reason, graceful, code))
 
     def _tell(self, message: ConnectionLost | Drained) -> None:
         if self._port is None:

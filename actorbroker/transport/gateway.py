@@ -35,11 +35,13 @@ here runs. Three roles:
       held after ``credit_timeout`` is back all the same.
     * ``Drained(conn_id)``: the connection, seen congested, takes output
       again (see ``congested``).
-    * ``ConnectionLost(conn_id, reason, graceful)``: exactly once, last,
+    * ``ConnectionLost(conn_id, reason, graceful, code)``: exactly once, last,
       however the connection ends, including after ``conn.close()``.
       ``graceful`` is True if the client sent DISCONNECT (the packet is in
       the last Inbound: a v5 reason 0x04 still asks for the will) or if
       ``conn.close()`` was called; the will decision is the session's.
+      ``code`` is the reason code of whoever decided the close (None: the
+      socket went); see :class:`actorbroker.messages.ConnectionLost`.
 
     Before CONNACK: packets that follow the CONNECT (a client may pipeline
     them) are held by the transport and delivered as one Inbound right after
@@ -83,8 +85,8 @@ here runs. Three roles:
     * ``close(reason_code=None, reason="")``: flush queued output, then for
       a v5 client with a reason code: DISCONNECT with it (or, before any
       CONNACK, a CONNACK with it); then close the socket. Idempotent.
-      Tells ConnectionLost(graceful=True) unless the connection already
-      ended.
+      Tells ConnectionLost(graceful=True, code=reason_code) unless the
+      connection already ended.
     * ``set_keepalive(seconds)``: enforce 1.5 x ``seconds`` of silence as
       the limit ([MQTT-3.1.2-24]); 0 disables. The transport applies the
       CONNECT's keepalive by itself; the session calls this to apply a

@@ -72,7 +72,7 @@ class FakeConnection:
         self.close_reason = reason
         if self.port is not None:
             try:  # as the transport: a dead session is logged there, never raised
-                self.port.tell(ConnectionLost(self.conn_id, reason or "closed", True))
+                self.port.tell(ConnectionLost(self.conn_id, reason or "closed", True, reason_code))
             except ActorDeadError:
                 pass
 

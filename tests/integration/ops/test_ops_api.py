@@ -7,15 +7,18 @@ import time
 import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from mqtt_testkit import Client, RawClient
 from ops_testkit import Http, scrape
 
 from actorbroker.app import RunningBroker
-from actorbroker.codec import Connect, Disconnect, Will
+from actorbroker.codec import Connect, Disconnect, Properties, Will
+from actorbroker.persistence.reader import LogReader
+from actorbroker.persistence.records import DisconnectCause, Record, SessionDisconnected
 
+R = TypeVar("R", bound=Record)
 TOKEN = "s3cret-token-0123456789abcdef"
 
 
@@ -27,6 +30,19 @@ def _wait(condition: Callable[[], object], what: str, timeout: float = 5.0) -> N
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+
+
+def _journaled(data: Path, kind: type[R], client_id: str, timeout: float = 10.0) -> R:
+    """The first ``kind`` record of ``client_id`` in the committed log in ``data`` (read from
+    outside, as the pipeline does), polled for: the log is written by the storage actor."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for entry in LogReader(data / "log").read():
+            record = entry.record
+            if isinstance(record, kind) and getattr(record, "client_id", None) == client_id:
+                return record
+        assert time.monotonic() < deadline, f"no {kind.__name__} of {client_id!r} in the log"
         time.sleep(0.01)
 
 
@@ -143,6 +159,29 @@ def test_kick_disconnects_with_administrative_action_and_publishes_the_will(
     finally:
         raw.close()
         watcher.close()
+
+
+@pytest.mark.parametrize("level", [4, 5])
+def test_a_kicked_durable_session_is_journaled_as_administrative(
+        ops_broker: Callable[..., RunningBroker], http: Http, tmp_path: Path, level: int) -> None:
+    """The commit log says why the connection ended: an operator, not the network (the
+    transport forwards the kick's 0x98 to the session, which journals its cause)."""
+    broker = ops_broker()  # the commit log in tmp_path/data
+    raw = RawClient(broker.host, broker.port, level=level)
+    try:
+        expiry = Properties(session_expiry_interval=600) if level == 5 else Properties()
+        raw.send(Connect("MQTT", level, "kicked-durable", False, 60, properties=expiry))
+        assert raw.recv().reason_code == 0
+        _wait(lambda: "kicked-durable" in broker.node.names.online, "never online")
+        assert http.call("POST", broker.http_url + "/api/v1/clients/kicked-durable/kick") == (
+            200, {"kicked": "kicked-durable"})
+        raw.expect_closed()
+        gone = _journaled(tmp_path / "data", SessionDisconnected, "kicked-durable")
+        assert (gone.cause, gone.reason_code) == (DisconnectCause.ADMINISTRATIVE, 0x98)
+        assert gone.reason == "kicked by an operator (admin API)"
+        assert gone.expiry_interval > 0  # durable: the session lives on
+    finally:
+        raw.close()
 
 
 @pytest.mark.parametrize("storage", [False, True], ids=["memory", "commit-log"])

@@ -86,6 +86,7 @@ def test_a_session_that_ignores_congestion_gets_the_connection_closed(run, caplo
             assert peak <= 128 * 1024 + 16 * 1010
             await port.wait_until(lambda: port.lost)
             assert port.lost[0].reason == "output buffer overflow" and not port.lost[0].graceful
+            assert port.lost[0].code is None  # no code of MQTT says it
             assert broker.stats.output_overflows == 1
             slow.close()
     with caplog.at_level(logging.WARNING, "actorbroker.transport"):

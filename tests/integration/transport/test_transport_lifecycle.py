@@ -56,7 +56,8 @@ def test_each_read_is_one_inbound_and_disconnect_is_graceful(run) -> None:
             await client.send(Disconnect())
             assert await client.until_closed() == [Publish("a/b", b"1"), Publish("a/c", b"2")]
             await port.wait_until(lambda: port.lost)
-            assert port.lost == [ConnectionLost(port.conn.conn_id, "client sent DISCONNECT", True)]
+            assert port.lost == [
+                ConnectionLost(port.conn.conn_id, "client sent DISCONNECT", True, 0x00)]
             assert port.messages[-1] == port.lost[0]  # last, after the DISCONNECT's Inbound
             assert isinstance(port.packets[-1], Disconnect)
             await broker.listener.close_all()
@@ -71,6 +72,7 @@ def test_eof_without_disconnect_is_abnormal(run) -> None:
             client.close()
             await port.wait_until(lambda: port.lost)
             assert port.lost[0].graceful is False
+            assert port.lost[0].code is None  # nobody decided it: the socket went
             assert len(port.lost) == 1
     run(scenario())
 
@@ -180,7 +182,8 @@ def test_close_is_idempotent_and_send_after_close_is_a_no_op(run) -> None:
             assert conn.closed
             assert await client.until_closed() == [Publish("bye", b"1"), Disconnect(0x98)]
             await port.wait_until(lambda: port.lost)
-            assert port.lost == [ConnectionLost(conn.conn_id, "admin", True)]
+            # The first close decided it: its code, not the second's.
+            assert port.lost == [ConnectionLost(conn.conn_id, "admin", True, 0x98)]
     run(scenario())
 
 

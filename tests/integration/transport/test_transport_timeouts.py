@@ -57,6 +57,7 @@ def test_keepalive_expiry_v5_sends_disconnect_0x8d(run) -> None:
             await port.wait_until(lambda: port.lost)
             assert port.lost[0].reason == "keepalive timeout"
             assert port.lost[0].graceful is False  # so the will fires
+            assert port.lost[0].code == 0x8D
             assert broker.stats.keepalive_timeouts == 1
     run(scenario())
 

@@ -95,6 +95,7 @@ def test_violation_closes_only_that_connection(run, caplog, name, level, after, 
                 assert port.lost[0].graceful is False
                 if expected is not None:
                     assert port.lost[0].reason == str(expected)
+                    assert port.lost[0].code == expected.reason_code
             rules[name] = str(expected) if expected is not None else "flows from server to client"
 
     rules: dict[str, str] = {}

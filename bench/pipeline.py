@@ -36,7 +36,7 @@ from pathlib import Path
 from actorbroker.persistence import CommitLog
 from actorbroker.persistence.records import (
     DisconnectCause,
-    Publish,
+    PublishAccepted,
     Record,
     SessionConnected,
     SessionDisconnected,
@@ -47,10 +47,10 @@ PAYLOAD = bytes(range(100))
 
 
 def write_messages(data_dir: Path, count: int) -> None:
-    """``count`` Publish records, 100-byte payloads, 1 ms apart, 100 topics and clients."""
+    """``count`` PublishAccepted records, 100-byte payloads, 1 ms apart, 100 topics and clients."""
     with CommitLog(data_dir / "log", mode="os") as log:
         for start in range(0, count, 20_000):
-            log.append([Publish(f"devices/{i % 100}/temperature", PAYLOAD, qos=1,
+            log.append([PublishAccepted(f"devices/{i % 100}/temperature", PAYLOAD, qos=1,
                                 client_id=f"device-{i % 100}", packet_id=i % 65535 + 1,
                                 timestamp_us=T0_US + i * 1000)
                         for i in range(start, min(count, start + 20_000))])
@@ -73,7 +73,7 @@ def report_records(start: int, stop: int, online: dict[int, bool]) -> list[Recor
                 out.append(SessionConnected(f"device-{who}", keep_alive=60, timestamp_us=ts))
             online[who] = not online.get(who, False)
             continue
-        out.append(Publish(f"site/{device // 100}/device/{device}/temperature", PAYLOAD,
+        out.append(PublishAccepted(f"site/{device // 100}/device/{device}/temperature", PAYLOAD,
                            qos=1, client_id=f"device-{device}", packet_id=i % 65535 + 1,
                            timestamp_us=ts))
     return out

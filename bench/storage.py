@@ -12,7 +12,7 @@ What it measures, one thread, as the storage actor would run:
 * encoding alone (record -> frame), reading back (LogReader: scan, CRC,
   decode) and opening the log (recovery scans every segment).
 
-Records are QoS 1 ``Publish`` records: topic ``devices/42/temperature``,
+Records are QoS 1 ``PublishAccepted`` records: topic ``devices/42/temperature``,
 client id ``device-42``, no properties, ``--payload`` bytes of payload
 (16 by default: an 83-byte frame). The log lives in a temporary directory
 under ``--dir`` (default: the current directory, i.e. the project's disk).
@@ -31,12 +31,12 @@ import time
 from pathlib import Path
 
 from actorbroker.persistence import CommitLog, LogReader
-from actorbroker.persistence.records import Publish, encode_record
+from actorbroker.persistence.records import PublishAccepted, encode_record
 from actorbroker.persistence.segment import encode_frame
 
 
-def record(i: int, payload: bytes) -> Publish:
-    return Publish("devices/42/temperature", payload, qos=1, client_id="device-42",
+def record(i: int, payload: bytes) -> PublishAccepted:
+    return PublishAccepted("devices/42/temperature", payload, qos=1, client_id="device-42",
                    packet_id=i % 65535 + 1, timestamp_us=1_700_000_000_000_000 + i)
 
 

@@ -31,8 +31,8 @@ from supervisors.strategy import Intensity
 from supervisors.supervisor import Clock, Supervisor
 
 __all__ = [
-    "Route",
     "ShardedSupervisor",
+    "ToShard",
     "ask_shard",
     "shard_index",
     "start_sharded_child",
@@ -56,7 +56,7 @@ def shard_index(key: ShardKey, shards: int) -> int:
 
 
 @dataclass(frozen=True, slots=True)
-class Route:
+class ToShard:
     """Forward ``message`` to the shard of ``key``, replying to ``reply``."""
 
     key: ShardKey
@@ -98,12 +98,12 @@ class ShardedSupervisor(Supervisor):
         self._shards = shards
 
     def _request(self, message: Any) -> Any:
-        if isinstance(message, Route):
+        if isinstance(message, ToShard):
             self._route(message)
             return None
         return super()._request(message)
 
-    def _route(self, route: Route) -> None:
+    def _route(self, route: ToShard) -> None:
         child = self._children[shard_index(route.key, self._shards)]
         ref = child.ref
         if child.state is not ChildState.RUNNING or ref is None or not ref.is_alive():
@@ -117,7 +117,7 @@ def ask_shard(sharded: ActorRef[Any], key: ShardKey, message: Any) -> LoopFuture
     """Ask the shard that owns ``key``; the reply comes straight from it."""
     reply: LoopFuture[Any] = LoopFuture()
     try:
-        sharded.tell(Route(key, message, reply))
+        sharded.tell(ToShard(key, message, reply))
     except ActorDeadError:
         reply.set_exception()
     return reply

@@ -5,7 +5,7 @@ fsync and os); the actor calls it at a few seams and it never blocks:
 
 * **Journal.** :meth:`intercept` sees the core's effects before the actor
   carries them out and derives records (``actorbroker.durable.journal``):
-  a ``Publish`` per accepted QoS 1/2 message, the session events and, for
+  a ``PublishAccepted`` per accepted QoS 1/2 message, the session events and, for
   durable sessions, the delivery state. Records of a read's packets, a
   CONNECT, a connection loss or a SUBACK are stashed by the actor before.
 * **Held output** (:mod:`.held`, :mod:`.gate`). When records must be
@@ -41,7 +41,7 @@ from actorbroker.durable.journal import (
     subscribed_records,
     will_record,
 )
-from actorbroker.persistence.records import (DisconnectCause, OutboundUnsent, Publish, Record,
+from actorbroker.persistence.records import (DisconnectCause, OutboundUnsent, PublishAccepted, Record,
                                              SessionDisconnected, SessionDropped)
 from actorbroker.session import AppMessage, Effect, EndSession, Send, SessionState
 from actorbroker.session.backoff import Backoff, BackoffPolicy
@@ -66,7 +66,7 @@ class DurabilitySettings:
     max_queued_messages: int = 1000
     max_queued_bytes: int = 0
     hibernate: bool = True
-    log_qos0: bool = False  # [storage] log_qos0: QoS 0 Publish records, fire-and-forget
+    log_qos0: bool = False  # [storage] log_qos0: QoS 0 PublishAccepted records, fire-and-forget
 
 
 class SessionDurability:
@@ -280,7 +280,7 @@ class SessionDurability:
         self.settle()
 
     def _stored(self, held: Held, offsets: tuple[int, ...]) -> None:
-        if not any(isinstance(r, Publish) and r.qos for r in held.records) and held.records:
+        if not any(isinstance(r, PublishAccepted) and r.qos for r in held.records) and held.records:
             self._retry_backoff.reset()
         held.stored(offsets)
 
@@ -291,7 +291,7 @@ class SessionDurability:
                     "; QoS 1 routed before the sync failed: delivered "
                     "at least once, resent by the client" if held.acks else "")
         if self.durable:
-            kept = [r for r in held.records if not isinstance(r, Publish)]
+            kept = [r for r in held.records if not isinstance(r, PublishAccepted)]
             if kept:
                 self._retry = kept + self._retry
                 self._arm_retry()

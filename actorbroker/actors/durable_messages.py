@@ -12,7 +12,7 @@ Who tells whom::
     registry => storage   LoadRouting()                       (ask, from on_start) -> RoutingLoad
     keeper   => storage   LoadOffline(), LoadWills()          (asks, from on_start)
     keeper   -> storage   Tick()                              retention, checkpoints, probing
-    keeper   -> storage   Append(Publish + WillSent, keeper, token)   a Will, then routed
+    keeper   -> storage   Append(PublishAccepted + WillSent, keeper, token)   a Will, then routed
     storage  -> keeper    OfflineDropped(client_id, reason, topic)
     storage  -> keeper    PendingWill(...)                    a restarted clean session's Will
     session  -> keeper    Hibernated(client_id, expiry, will, will_due)

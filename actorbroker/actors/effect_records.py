@@ -2,7 +2,7 @@
 
 :func:`derive` reads one core call's effects for :class:`~.durability.SessionDurability`
 (which stashes the records of what the actor saw before and decides what to
-hold): a ``Publish`` per QoS 1/2 message routed (and per Will), the
+hold): a ``PublishAccepted`` per QoS 1/2 message routed (and per Will), the
 ``WillSent`` of a Will, and for durable sessions the delivery state
 (``OutboundSent`` of packets sent, ``SessionDropped``, ``Unsubscribed``,
 ``SessionExpired``). It also tells whether the effects may be routed before
@@ -11,7 +11,7 @@ QoS 1 and nothing else in them must stay ordered with routes; see
 :mod:`.gate`), and whether later routes may overtake them
 (:attr:`Derived.plain`).
 
-With ``[storage] log_qos0`` a QoS 0 message (or Will) gets its ``Publish``
+With ``[storage] log_qos0`` a QoS 0 message (or Will) gets its ``PublishAccepted``
 too, for the data pipeline, but no route entry: nothing waits for it
 (:attr:`Derived.routes` stays empty for it, so it holds nothing, its route
 takes no offset and no PUBACK waits; alone it goes to storage with no
@@ -52,7 +52,7 @@ class Derived:
     __slots__ = ("before", "discarded", "early", "plain", "records", "routes", "state")
 
     def __init__(self) -> None:
-        self.records: list[Record] = []  # the Publish of each logged message, in effect order
+        self.records: list[Record] = []  # the PublishAccepted of each logged message, in effect order
         self.routes: list[tuple[int, int]] = []  # (effect index, index in records)
         self.before: list[Record] = []  # WillSent: before any stashed SessionConnected
         self.state: list[Record] = []  # the session's own state (durable sessions)
@@ -65,7 +65,7 @@ def derive(effects: list[Effect], cid: str, durable: bool, flights: Callable[[],
            asked: dict[int, deque[Any]], ts: int, log_qos0: bool = False) -> Derived:
     """The records of ``effects`` of client ``cid`` (see the module doc); a SUBSCRIBE asked
     for is noted in ``asked`` (its records come with the registry's answer); ``log_qos0``:
-    QoS 0 messages get a ``Publish`` record that nothing waits for."""
+    QoS 0 messages get a ``PublishAccepted`` record that nothing waits for."""
     found = Derived()
     records, routes, state = found.records, found.routes, found.state
     for index, effect in enumerate(effects):

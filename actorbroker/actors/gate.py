@@ -18,7 +18,7 @@ early); else when that becomes true. The PUBACKs and everything else of the
 entry stay held until ``Durable``. Safe for QoS 1: if the broker dies
 before the sync, the publisher got no PUBACK and resends (at least once
 allows the duplicate), and any record a subscriber's session writes about
-the offset lands after the ``Publish`` in the same append-only log, so it
+the offset lands after the ``PublishAccepted`` in the same append-only log, so it
 is never durable without it. Not for QoS 2: lost with the sync and resent,
 the message would be delivered twice. (docs/storage.md, "What is synced
 before what".)

@@ -7,7 +7,7 @@ a :class:`Sleeping` placeholder takes its place in the name table. For the
 rest of the broker the session still exists:
 
 * a topic actor's ``Deliver`` (or MQTT 5 ``DeliverMatched``) to it is a
-  no-op (QoS 1/2 messages were queued by the fold when their ``Publish``
+  no-op (QoS 1/2 messages were queued by the fold when their ``PublishAccepted``
   was stored; QoS 0 is dropped and counted ``offline_qos0``, as for any
   offline client);
 * a CONNECT of its client id finds the placeholder dead (``tell`` raises
@@ -33,11 +33,11 @@ once), never later than the session's expiry; a clean session's at once.
 A client that connects before that takes the session, and its Will, back
 from the log (its actor sends the Will if the new connection starts clean,
 [MQTT-3.1.3-9]); the keeper then lets it go. Publishing: ``Append`` of the
-Will's ``Publish`` (QoS 1/2) and ``WillSent``, then, once stored, the
+Will's ``PublishAccepted`` (QoS 1/2) and ``WillSent``, then, once stored, the
 message is routed (through the registry) with its log offset, as a session
 does it: a crash before the records are stored publishes it at the next
 start, a crash after it never again (durable subscribers have it in their
-queues from the ``Publish``).
+queues from the ``PublishAccepted``).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from pykka import ActorRef
 from actorbroker.auth import ClientIdPatterns, Security
 from actorbroker.config import Config
 from actorbroker.metrics import BrokerMetrics
-from actorbroker.routing import Strategy
+from actorbroker.routing import SharedStrategy
 from actorbroker.session import (
     AppMessage, ConnectPolicy, PublishQuota, QueuePolicy, SessionConfig, SubscriptionLimits,
 )
@@ -68,7 +68,7 @@ class NodeSettings:
     session_shards: int = 8
     topic_shards: int = 8
     node_name: str = "actorbroker"
-    shared_strategy: Strategy = Strategy.ROUND_ROBIN
+    shared_strategy: SharedStrategy = SharedStrategy.ROUND_ROBIN
     #: Authenticators by method name (MQTT 5 enhanced authentication) and the
     #: user name / password check; see actorbroker.auth.
     auth: Any = None
@@ -124,8 +124,8 @@ class NodeSettings:
         security = Security(password_file=config.auth.password_file,
                             scram_file=config.auth.scram_credentials_file,
                             acl_file=config.auth.acl_file, allow_anonymous=config.auth.anonymous)
-        strategies = {"round_robin": Strategy.ROUND_ROBIN, "random": Strategy.RANDOM,
-                      "hash_clientid": Strategy.HASH}
+        strategies = {"round_robin": SharedStrategy.ROUND_ROBIN, "random": SharedStrategy.RANDOM,
+                      "hash_clientid": SharedStrategy.HASH}
         values: dict[str, Any] = {
             "session": SessionConfig(
                 queue=queue, max_qos=limits.max_qos, retain_available=config.retained.enabled,

@@ -23,7 +23,7 @@ durable_queue_bytes``), instead of being dropped.
 
 A logged message with an offset below the position the state was loaded
 at, still on its way when the session loaded, is in the spool already (the
-fold queued it when its ``Publish`` was stored): it is skipped.
+fold queued it when its ``PublishAccepted`` was stored): it is skipped.
 
 The spool keeps no MQTT 5 Subscription Identifiers (17 bytes a message).
 A spooled message gets those of the session's subscriptions that match its

@@ -7,7 +7,7 @@ that restarts after a crash publishes the ones that are (actors/keeper.py):
 * ``WillSet`` when a CONNECT brings a Will (every session; for a clean
   session without waiting, so a crash in the group commit's few ms after
   CONNACK can lose it);
-* ``WillSent`` when it is published (with its ``Publish``, before it is
+* ``WillSent`` when it is published (with its ``PublishAccepted``, before it is
   routed), written *before* the records the actor stashed (a Will published
   at an attach is the previous connection's: its ``WillSent`` must not
   cancel the new connection's ``WillSet``);

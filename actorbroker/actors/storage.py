@@ -26,7 +26,7 @@ held messages are all QoS 1) are told ``Durable(token, offsets, synced=False)``
 once the batch is *written*: they route the messages while the disk syncs;
 PUBACKs wait for the final answer. Safe for QoS 1: a crash before the sync
 leaves the publisher without PUBACK, so it resends, and what a subscriber's
-session writes about the message lands after its ``Publish`` in this
+session writes about the message lands after its ``PublishAccepted`` in this
 append-only log. A failed fdatasync after an early answer fences the
 offsets off (:mod:`.storage_lost`).
 

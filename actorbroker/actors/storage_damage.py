@@ -13,7 +13,7 @@ to fold the most that the surviving records allow:
   whose records were all in the damaged part does not): in a fold of the
   whole log restated records do not count, so every session that did
   nothing since its records were lost would be lost too;
-* :func:`forget_lost`: queued and in-flight messages whose ``Publish``
+* :func:`forget_lost`: queued and in-flight messages whose ``PublishAccepted``
   record is gone are taken out of their sessions and counted, so the log
   says how many messages each session lost (the session would otherwise
   find out one by one, at delivery, and resend a lost flight as an empty

@@ -5,7 +5,7 @@ only (``Append(records, None, 0)``: nothing is held for them, and the fold
 keeps no subscriptions of a session that has none). A subscription storm
 makes many of them (a 1,000-filter SUBSCRIBE is 1,000 ``Subscribed``
 records, 15 ms to encode and write), and first come, first served, a
-publisher's ``Publish`` that its PUBACK waits for queued behind tens of
+publisher's ``PublishAccepted`` that its PUBACK waits for queued behind tens of
 thousands of them: 600 ms during 100,000 filters (bench/storm.py).
 
 So the storage actor moves such appends here as it takes them and writes

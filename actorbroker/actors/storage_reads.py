@@ -38,7 +38,7 @@ def tell(ref: Any, message: Any) -> None:
 
 
 def message_at(current: CommitLog | None, offset: int) -> AppMessage | None:
-    """The message the ``Publish`` at ``offset`` holds (None, logged, if there is none)."""
+    """The message the ``PublishAccepted`` at ``offset`` holds (None, logged, if there is none)."""
     if current is None:
         return None
     try:

@@ -4,7 +4,7 @@
   and records -> messages, Wills, subscriptions;
 * :mod:`.fold`: :class:`DurableState`, the durable sessions, retained
   messages and unsent Wills folded from records (queues derived from
-  ``Publish`` records); :mod:`.image`: one session of it;
+  ``PublishAccepted`` records); :mod:`.image`: one session of it;
 * :mod:`.queue`: :class:`OffsetQueue`, a queue as log offsets (17 bytes an
   entry);
 * :mod:`.restate`: a checkpoint, the state restated as records;

@@ -9,7 +9,7 @@ of their records. The storage actor keeps one up to date after each sync;
 recovery folds the log from the latest checkpoint (or a snapshot) into a
 fresh one: the same fold both times.
 
-Queues are *derived*: a QoS 1/2 ``Publish`` is queued at once for every
+Queues are *derived*: a QoS 1/2 ``PublishAccepted`` is queued at once for every
 durable session whose subscriptions match it (highest granted QoS, No Local
 and Retain As Published honoured, shared subscriptions excepted), so a
 publisher's PUBACK needs only its own record synced. Offline sessions get
@@ -39,7 +39,7 @@ from actorbroker.persistence.records import (
     OutboundUnsent,
     PubAckReceived,
     PubCompReceived,
-    Publish,
+    PublishAccepted,
     PubRecReceived,
     PubRelReceived,
     Record,
@@ -102,7 +102,7 @@ class DurableState:
 
     def _make_handlers(self) -> dict[type[Any], Any]:
         return {
-            Publish: self._publish, RetainedSet: self._retained_set,
+            PublishAccepted: self._publish, RetainedSet: self._retained_set,
             RetainedCleared: self._retained_cleared, SessionConnected: self._connected,
             SessionDisconnected: self._disconnected, SessionExpired: self._expired,
             Subscribed: self._subscribed, Unsubscribed: self._unsubscribed,
@@ -182,7 +182,7 @@ class DurableState:
 
     # -- messages and retained ---------------------------------------------------------
 
-    def _publish(self, offset: int, record: Publish) -> None:
+    def _publish(self, offset: int, record: PublishAccepted) -> None:
         if record.qos == 2 and record.packet_id and record.client_id:
             image = self.sessions.get(record.client_id)
             if image is not None:
@@ -201,7 +201,7 @@ class DurableState:
         self.shared.published(offset, record.qos, record.retain, len(record.payload),
                               record.topic, self.topic_id)
 
-    def _derive(self, offset: int, record: Publish) -> None:
+    def _derive(self, offset: int, record: PublishAccepted) -> None:
         best = copies(self._trie, record.topic, record.client_id)
         if not best:
             return

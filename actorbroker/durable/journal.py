@@ -10,9 +10,9 @@ read back.
 Which records a session writes (docs/storage.md, "Durable sessions"):
 
 =========================================  ======================================
-client PUBLISH QoS 1/2 accepted            ``Publish`` (every session; PUBACK /
+client PUBLISH QoS 1/2 accepted            ``PublishAccepted`` (every session; PUBACK /
                                            PUBREC after it is stored)
-client PUBLISH QoS 0, Will at QoS 0        ``Publish`` with ``[storage] log_qos0``
+client PUBLISH QoS 0, Will at QoS 0        ``PublishAccepted`` with ``[storage] log_qos0``
                                            only; nothing waits for it
 CONNECT accepted / connection ended        ``SessionConnected`` (+ ``WillSet``) /
                                            ``SessionDisconnected`` (every session;
@@ -57,7 +57,7 @@ from actorbroker.persistence.records import (
     SessionQueued,
     PubAckReceived,
     PubCompReceived,
-    Publish,
+    PublishAccepted,
     PubRecReceived,
     PubRelReceived,
     Record,
@@ -111,23 +111,23 @@ def properties_of(blob: bytes, context: int = PUBLISH_CONTEXT) -> Properties:
 # -- messages -----------------------------------------------------------------------
 
 
-def publish_record(message: AppMessage, packet_id: int | None, ts: int) -> Publish:
-    """The ``Publish`` record of an accepted message (a Will: ``packet_id`` None)."""
-    return Publish(
+def publish_record(message: AppMessage, packet_id: int | None, ts: int) -> PublishAccepted:
+    """The ``PublishAccepted`` record of an accepted message (a Will: ``packet_id`` None)."""
+    return PublishAccepted(
         message.topic, message.payload, message.qos, message.retain, blob_of(message.properties),
         message.publisher or "", packet_id or 0, timestamp_us=ts,
     )
 
 
 def message_of(record: Record, offset: int, *, now: float, wall: float) -> AppMessage | None:
-    """The message a ``Publish`` or ``RetainedSet`` record holds, None for other records.
+    """The message a ``PublishAccepted`` or ``RetainedSet`` record holds, None for other records.
 
     ``received_at`` is put back on the monotonic clock (``now``) from the
     record's wall-clock time (``wall``: seconds since the epoch, read
     together with ``now``), so that an MQTT 5 Message Expiry Interval keeps
     counting across a restart.
     """
-    if isinstance(record, Publish):
+    if isinstance(record, PublishAccepted):
         retain = record.retain
     elif isinstance(record, RetainedSet):
         retain = True

@@ -5,7 +5,7 @@ only where they are. :class:`OffsetQueue` keeps one entry per message in
 four typed arrays (17 bytes an entry, against about 200 for a queued
 ``AppMessage`` and its ``Delivery``):
 
-* ``offset`` (8 bytes): where the ``Publish`` record is in the log;
+* ``offset`` (8 bytes): where the ``PublishAccepted`` record is in the log;
 * ``meta`` (1 byte): the delivery QoS (bits 0-1), the RETAIN flag to send
   (bit 2), and the removed mark (bit 7);
 * ``size`` (4 bytes): payload bytes, for ``max_queued_bytes``;

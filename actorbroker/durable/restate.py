@@ -10,7 +10,7 @@ and ``CheckpointCompleted(id, started_at)``. Recovery folds from the
 from (tests/unit/durable check ``fold(restate(s)) == s``).
 
 Per durable session: ``SessionConnected`` (expiry, protocol level),
-``Subscribed`` per filter, its ``WillSet``, a payload-less ``Publish`` per
+``Subscribed`` per filter, its ``WillSet``, a payload-less ``PublishAccepted`` per
 inbound QoS 2 packet id awaiting PUBREL, ``OutboundSent`` per flow in
 flight (then ``OutboundUnsent`` for one whose PUBLISH was never written;
 ``PubRecReceived`` for those in the PUBREL stage, in PUBREC order),
@@ -30,7 +30,7 @@ from actorbroker.persistence.records import (
     CheckpointStarted,
     OutboundSent,
     OutboundUnsent,
-    Publish,
+    PublishAccepted,
     PubRecReceived,
     Record,
     RetainedSet,
@@ -62,7 +62,7 @@ def restate(state: DurableState, checkpoint_id: int, read: Callable[[int], Recor
         record = read(offset)
         if isinstance(record, RetainedSet):
             yield dataclasses.replace(record, restated=True)
-        elif isinstance(record, Publish):
+        elif isinstance(record, PublishAccepted):
             yield RetainedSet(topic, record.payload, record.qos, record.properties,
                               record.client_id, timestamp_us=record.timestamp_us, restated=True)
 
@@ -78,7 +78,7 @@ def restate_session(state: DurableState, image: SessionImage, ts: int) -> Iterat
     if image.will is not None:
         yield dataclasses.replace(image.will, restated=True)
     for packet_id in sorted(image.inbound or ()):
-        yield Publish("", b"", 2, False, b"", cid, packet_id, timestamp_us=ts, restated=True)
+        yield PublishAccepted("", b"", 2, False, b"", cid, packet_id, timestamp_us=ts, restated=True)
     flights = image.inflight or {}
     for packet_id, flight in flights.items():
         if not flight.released:

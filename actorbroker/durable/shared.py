@@ -2,13 +2,13 @@
 
 A message to a shared group (``$share/{group}/{filter}``, MQTT 5) goes to
 one member, chosen by the router when it routes. The publisher's PUBACK
-waits only for the ``Publish`` record, so the fold must know, from that
+waits only for the ``PublishAccepted`` record, so the fold must know, from that
 record alone, that the group still owes the message: :class:`SharedBacklog`
 keeps the groups of the durable members (a filter trie on the inner
 filters) and, per group, the QoS 1/2 messages published to it that no
 ``SharedRouted`` record has given to a member yet.
 
-* ``Publish`` (QoS 1/2): owed to every group with a durable member whose
+* ``PublishAccepted`` (QoS 1/2): owed to every group with a durable member whose
   filter matches and whose grant is above QoS 0.
 * ``SharedRouted``: no longer owed (the fold queues it for the member when
   that member is a durable session, as ``SessionQueued`` does).

@@ -27,7 +27,7 @@ class SessionQueued(Record):
 
     TYPE: ClassVar[int] = 20
     client_id: str = wire(Kind.TEXT, _CLIENT)
-    offset: int = wire(Kind.U64, "log offset of the Publish")
+    offset: int = wire(Kind.U64, "log offset of the PublishAccepted")
     qos: int = wire(Kind.U8, "delivery QoS (after downgrade)", default=0, maximum=2)
     retain: bool = wire(Kind.BOOL, "RETAIN flag to send", default=False)
     subscription_ids: tuple[int, ...] = wire(Kind.U32_LIST, _SUB_IDS, default=())
@@ -41,7 +41,7 @@ class SessionDropped(Record):
 
     TYPE: ClassVar[int] = 27
     client_id: str = wire(Kind.TEXT, _CLIENT)
-    offset: int = wire(Kind.U64, "log offset of the Publish")
+    offset: int = wire(Kind.U64, "log offset of the PublishAccepted")
     reason: str = wire(Kind.TEXT, "why, as counted in $SYS (queue_full, expired, ...)", default="")
 
 
@@ -66,7 +66,7 @@ class OutboundSent(Record):
     TYPE: ClassVar[int] = 22
     client_id: str = wire(Kind.TEXT, _CLIENT)
     packet_id: int = wire(Kind.U16, _PACKET_ID)
-    offset: int = wire(Kind.U64, "log offset of the Publish")
+    offset: int = wire(Kind.U64, "log offset of the PublishAccepted")
     qos: int = wire(Kind.U8, "delivery QoS, 1 or 2", default=1, maximum=2)
     retain: bool = wire(Kind.BOOL, "RETAIN flag sent", default=False)
     subscription_ids: tuple[int, ...] = wire(Kind.U32_LIST, _SUB_IDS, default=())
@@ -136,7 +136,7 @@ class SharedRouted(Record):
     TYPE: ClassVar[int] = 28
     group: str = wire(Kind.TEXT, "the whole shared filter, $share/{group}/{filter}")
     client_id: str = wire(Kind.TEXT, "the member chosen; empty for none")
-    offset: int = wire(Kind.U64, "log offset of the Publish")
+    offset: int = wire(Kind.U64, "log offset of the PublishAccepted")
     qos: int = wire(Kind.U8, "delivery QoS (after downgrade)", default=0, maximum=2)
     retain: bool = wire(Kind.BOOL, "RETAIN flag to send", default=False)
     subscription_ids: tuple[int, ...] = wire(Kind.U32_LIST, _SUB_IDS, default=())
@@ -151,7 +151,7 @@ class SharedPending(Record):
 
     TYPE: ClassVar[int] = 29
     group: str = wire(Kind.TEXT, "the whole shared filter, $share/{group}/{filter}")
-    offset: int = wire(Kind.U64, "log offset of the Publish")
+    offset: int = wire(Kind.U64, "log offset of the PublishAccepted")
     qos: int = wire(Kind.U8, "QoS as published", default=0, maximum=2)
     retain: bool = wire(Kind.BOOL, "RETAIN flag as published", default=False)
     topic: str = wire(Kind.TEXT, "topic of the message", default="")

@@ -36,7 +36,7 @@ def record(cls: type[_R]) -> type[_R]:
     assigning a field anywhere in the code base fails ``make typecheck``.
     At run time the fields are plain slots, because a frozen dataclass's
     ``__init__`` sets each field through ``object.__setattr__``: 0.85 us for
-    a ``Publish`` record against 0.17 us, and a QoS 1 message makes two or
+    a ``PublishAccepted`` record against 0.17 us, and a QoS 1 message makes two or
     three records (``bench.run`` ``pairs-q1``).
     """
     return dataclass(slots=True, unsafe_hash=True)(cls)

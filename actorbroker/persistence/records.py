@@ -58,7 +58,7 @@ __all__ = [
     "ENVELOPE", "FLAG_RESTATED", "RECORD_TYPES", "CheckpointCompleted", "CheckpointStarted",
     "DisconnectCause", "OutboundSent", "OutboundUnsent", "PubAckReceived", "PubCompReceived",
     "PubRecReceived",
-    "PubRelReceived", "Publish", "Record", "RetainedCleared", "RetainedSet", "SessionConnected",
+    "PubRelReceived", "PublishAccepted", "Record", "RetainedCleared", "RetainedSet", "SessionConnected",
     "SessionCursor", "SessionDisconnected", "SessionDropped", "SessionExpired", "SessionQueued",
     "SharedPending", "SharedRouted", "Subscribed",
     "UnknownRecord", "Unsubscribed", "WillCleared", "WillSent", "WillSet", "decode_record",
@@ -67,12 +67,12 @@ __all__ = [
 
 
 @record
-class Publish(Record):
+class PublishAccepted(Record):
     """An accepted PUBLISH (every QoS 1/2 one; QoS 0 ones when the broker keeps them).
 
     ``client_id`` is the publisher ("" for a message the broker makes).
     ``packet_id`` is the publisher's packet identifier (0 when none): a QoS 2
-    Publish opens the inbound flow (client_id, packet_id), closed by
+    PublishAccepted opens the inbound flow (client_id, packet_id), closed by
     :class:`PubRelReceived`; until then a PUBLISH with that id is a duplicate.
     """
 
@@ -199,7 +199,7 @@ class WillCleared(Record):
 
 @record
 class WillSent(Record):
-    """The Will was published (the message itself is logged as a Publish)."""
+    """The Will was published (the message itself is logged as a PublishAccepted record)."""
 
     TYPE: ClassVar[int] = 16
     client_id: str = wire(Kind.TEXT, _CLIENT)
@@ -236,7 +236,7 @@ class CheckpointCompleted(Record):
 RECORD_TYPES: dict[int, type[Record]] = {
     cls.TYPE: cls
     for cls in (
-        Publish, RetainedSet, RetainedCleared,
+        PublishAccepted, RetainedSet, RetainedCleared,
         SessionConnected, SessionDisconnected, Subscribed, Unsubscribed,
         WillSet, WillCleared, WillSent, SessionExpired,
         SessionQueued, SessionCursor, OutboundSent, OutboundUnsent, SessionDropped,

@@ -30,7 +30,7 @@ record read, or ``--until``) for clients still online.
 
 No count of messages queued for offline sessions: the log does not say
 which ones were. The broker derives an offline session's queue from its
-subscriptions when it folds each ``Publish`` (actorbroker/durable/fold.py);
+subscriptions when it folds each ``PublishAccepted`` (actorbroker/durable/fold.py);
 ``SessionQueued`` records only restate a queue when a session hibernates.
 A count from those records read 0 for sessions that had messages queued.
 

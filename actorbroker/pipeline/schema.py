@@ -33,7 +33,7 @@ from pyspark.sql.types import (
 
 from actorbroker.persistence.records import (
     DisconnectCause,
-    Publish,
+    PublishAccepted,
     Record,
     SessionConnected,
     SessionDisconnected,
@@ -173,7 +173,7 @@ def batches(kind: str, chunk: Chunk, *, include_restated: bool = False,
     schema = arrow_schema(kind, columns)
     envelopes = Envelopes.of(chunk)
     if kind in ("messages", "all"):
-        decoded = decode(chunk, Publish, envelopes=envelopes, include_restated=include_restated)
+        decoded = decode(chunk, PublishAccepted, envelopes=envelopes, include_restated=include_restated)
         if len(decoded):
             yield _message_batch(schema, decoded)
     if kind in ("sessions", "all"):

@@ -7,7 +7,7 @@ code: plain data structures owned by one actor each (RegistryActor holds a
 """
 
 from actorbroker.routing.retained import RetainedIndex
-from actorbroker.routing.shared import SharedGroup, Strategy
+from actorbroker.routing.shared import SharedGroup, SharedStrategy
 from actorbroker.routing.topics import (
     SharedFilter,
     TopicError,
@@ -25,11 +25,17 @@ from actorbroker.routing.topics import (
 )
 from actorbroker.routing.trie import FilterTrie
 
+#: The old name of :class:`SharedStrategy`: actors/shared.py and
+#: tests/actors/test_shared_groups.py still import it. Remove it when they
+#: use the new name (then only supervisors has a ``Strategy``).
+Strategy = SharedStrategy
+
 __all__ = [
     "FilterTrie",
     "RetainedIndex",
     "SharedFilter",
     "SharedGroup",
+    "SharedStrategy",
     "Strategy",
     "TopicError",
     "has_wildcards",

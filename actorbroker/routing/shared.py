@@ -5,7 +5,7 @@ state (the random source is passed in), no I/O.
 
 In MQTT 5.0 (section 4.8.2) each message that matches ``$share/{group}/{filter}``
 goes to one session of the group. :class:`SharedGroup` keeps the members of one
-group on one filter and picks one per message with a :class:`Strategy`:
+group on one filter and picks one per message with a :class:`SharedStrategy`:
 
 - ``ROUND_ROBIN``: members in turn, in the order they joined;
 - ``RANDOM``: uniformly, from the injected ``random.Random``;
@@ -29,7 +29,7 @@ from typing import Generic, TypeVar
 K = TypeVar("K", bound=Hashable)
 
 
-class Strategy(enum.Enum):
+class SharedStrategy(enum.Enum):
     """How a shared-subscription group picks the member for one message."""
 
     ROUND_ROBIN = "round_robin"
@@ -53,7 +53,7 @@ class SharedGroup(Generic[K]):
 
     def __init__(
         self,
-        strategy: Strategy = Strategy.ROUND_ROBIN,
+        strategy: SharedStrategy = SharedStrategy.ROUND_ROBIN,
         *,
         rng: random.Random | None = None,
         ident: Callable[[K], str] = str,
@@ -116,7 +116,7 @@ class SharedGroup(Generic[K]):
         count = len(self._members)
         if count == 0:
             return None
-        if self.strategy is Strategy.HASH:
+        if self.strategy is SharedStrategy.HASH:
             if key is None:
                 raise ValueError("the hash strategy needs a key (e.g. the publisher's client id)")
             for position in self._rendezvous_order(_key_bytes(key)):
@@ -124,7 +124,7 @@ class SharedGroup(Generic[K]):
                 if accept is None or accept(member):
                     return member
             return None
-        if self.strategy is Strategy.RANDOM:
+        if self.strategy is SharedStrategy.RANDOM:
             start = self._rng.randrange(count)
         else:
             start = self._cursor
@@ -132,7 +132,7 @@ class SharedGroup(Generic[K]):
             position = (start + step) % count
             member = self._members[position]
             if accept is None or accept(member):
-                if self.strategy is Strategy.ROUND_ROBIN:
+                if self.strategy is SharedStrategy.ROUND_ROBIN:
                     self._cursor = (position + 1) % count
                 return member
         return None

@@ -10,7 +10,7 @@ keepalive, and turns each read into one ``Inbound`` for the session port. It
 is also the ``Connection`` the session writes to (the contract is in
 :mod:`.gateway`).
 
-Output goes through an :class:`~.output.Outbox` (one ``transport.write``
+Output goes through an :class:`~.output.WriteBuffer` (one ``transport.write``
 per loop tick, bounded, congestion reported); the state table and the
 packets held until CONNACK live in an :class:`~.gate.InboundGate`. Input
 credit: each Inbound carries one of ``max_batches`` read credits
@@ -49,7 +49,7 @@ from .credit import ReadCredits
 from .endings import ConnectionEndings
 from .gate import InboundGate
 from .gateway import Connection, Gateway, SessionPort
-from .output import FlushQueue, Outbox
+from .output import FlushQueue, WriteBuffer
 from .overload import OverloadGuard
 from .settings import ConnectionSettings
 from .stats import TransportStats
@@ -116,8 +116,8 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
         self._rest_due = False  # a _feed_rest is deferred
         self._credits = ReadCredits(self.conn_id, loop, settings.max_batches, settings.credit_timeout, stats,
                                     self._credit_free)
-        self._outbox = Outbox(flushes, stats, settings.high_water, settings.max_output,
-                              self._after_flush)
+        self._outbox = WriteBuffer(flushes, stats, settings.high_water, settings.max_output,
+                                   self._after_flush)
         self._close_after_flush = False
         self._closing = False
         self._lost = False

@@ -33,7 +33,7 @@ from actorbroker.messages import ConnectionLost, Drained
 
 from .gate import InboundGate, sniff_level
 from .gateway import SessionPort
-from .output import Outbox
+from .output import WriteBuffer
 from .settings import ConnectionSettings
 from .stats import TransportStats
 from .timers import IdleTimer
@@ -62,7 +62,7 @@ class ConnectionEndings:
     _gate: InboundGate
     _port: SessionPort | None
     _head: bytes
-    _outbox: Outbox
+    _outbox: WriteBuffer
     _closing: bool
     _lost: bool
     _lost_told: bool

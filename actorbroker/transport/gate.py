@@ -37,7 +37,7 @@ from actorbroker.codec.reason_codes import CONNACK_CODES, DISCONNECT_CODES
 from actorbroker.codec.states import (CONNACK_SENT, INITIAL, STAY_CONNECTED, ConnectionState,
                                       next_state)
 
-__all__ = ["InboundGate", "Routed", "sniff_level"]
+__all__ = ["InboundGate", "ReadPlan", "sniff_level"]
 
 _S = ConnectionState
 #: Packet classes a connected client may send without changing state (by class: a
@@ -46,7 +46,7 @@ _CONNECTED_OK = frozenset(cls for cls in get_args(Packet) if cls.packet_type in 
 
 
 @dataclass(slots=True)
-class Routed:
+class ReadPlan:
     """What to do with one read, in this order.
 
     1. ``connect``: hand this CONNECT to the gateway (at most one per read);
@@ -77,7 +77,7 @@ class InboundGate:
         #: A successful CONNACK has gone out: the connection is CONNECTED.
         self.connack_ok = False
 
-    def route(self, packets: list[Packet]) -> Routed:
+    def route(self, packets: list[Packet]) -> ReadPlan:
         """Sort one read's packets; never raises for the peer's mistakes."""
         if self.state is _S.CONNECTED:
             ok = _CONNECTED_OK
@@ -85,16 +85,16 @@ class InboundGate:
                 if type(packet) not in ok:
                     break
             else:
-                return Routed(packets)
-        routed = Routed()
-        deliver = routed.deliver
+                return ReadPlan(packets)
+        plan = ReadPlan()
+        deliver = plan.deliver
         try:
             for packet in packets:
                 state = self.state
                 if state is _S.AWAIT_CONNECT:
                     self.state = next_state(state, packet.packet_type)
                     assert isinstance(packet, Connect)  # the table admits nothing else
-                    routed.connect = packet
+                    plan.connect = packet
                     self.auth_method = (packet.protocol_level == 5
                                         and packet.properties.authentication_method is not None)
                 elif state is _S.AUTHENTICATING and (self.held or (
@@ -104,11 +104,11 @@ class InboundGate:
                     self.state = next_state(state, packet.packet_type)
                     deliver.append(packet)
                     if self.state is _S.CLOSED:
-                        routed.disconnected = True
+                        plan.disconnected = True
                         break  # anything after DISCONNECT is ignored
         except ProtocolError as exc:
-            routed.error = exc
-        return routed
+            plan.error = exc
+        return plan
 
     def connack(self, reason_code: int) -> None:
         """A CONNACK went out: accepting moves to CONNECTED, refusing drops the held packets."""

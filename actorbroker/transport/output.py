@@ -1,12 +1,12 @@
 """Transport layer: a connection's coalescing, bounded output buffer. Imports stdlib and asyncio only.
 
 Encoded packets are appended to a list; the first append of a loop tick
-puts the outbox on its listener's :class:`FlushQueue`, which at the next
-iteration hands each outbox's whole list to its transport in a single
+puts the buffer on its listener's :class:`FlushQueue`, which at the next
+iteration hands each buffer's whole list to its transport in a single
 ``write``: one syscall per tick however many packets the session sent, which
 is what makes fan-out cheap (docs/benchmarks.md, "Transport: coalesced
 writes": 76,000 messages/s at one write each, about a million coalesced). One queue per listener, not a
-``loop.call_soon`` per outbox: with many connections getting one packet each
+``loop.call_soon`` per buffer: with many connections getting one packet each
 (a sparse fan-out) a uvloop callback per connection costs ~2 us more per
 write (``bench.delivery_floor``).
 
@@ -26,38 +26,38 @@ from collections.abc import Callable
 
 from .stats import TransportStats
 
-__all__ = ["FlushQueue", "Outbox"]
+__all__ = ["FlushQueue", "WriteBuffer"]
 
 log = logging.getLogger(__name__)
 
 
 class FlushQueue:
-    """The outboxes of one listener with output queued this tick, flushed at the next."""
+    """The write buffers of one listener with output queued this tick, flushed at the next."""
 
     __slots__ = ("__weakref__", "_armed", "_loop", "_pending")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._pending: list[Outbox] = []
+        self._pending: list[WriteBuffer] = []
         self._armed = False
 
-    def due(self, outbox: Outbox) -> None:
-        """Flush ``outbox`` at the next run (it keeps its own "scheduled" bit)."""
-        self._pending.append(outbox)
+    def due(self, buffer: WriteBuffer) -> None:
+        """Flush ``buffer`` at the next run (it keeps its own "scheduled" bit)."""
+        self._pending.append(buffer)
         if not self._armed:
             self._armed = True
             self._loop.call_soon(self._run)
 
     def _run(self) -> None:
         pending, self._pending, self._armed = self._pending, [], False
-        for outbox in pending:
+        for buffer in pending:
             try:
-                outbox.flush_due()
+                buffer.flush_due()
             except Exception:  # one connection's failure must not hold up the others' output
                 log.exception("flushing a connection's output failed")
 
 
-class Outbox:
+class WriteBuffer:
     """Output list of one connection, flushed once per loop tick."""
 
     __slots__ = ("transport", "write_paused", "bytes_out", "_stats", "_high", "_max",
@@ -141,7 +141,7 @@ class Outbox:
 
     def detach(self) -> None:
         """The socket is gone: drop what is queued and the owner's callback (a flush
-        still due then does nothing), breaking the cycle owner -> outbox -> owner."""
+        still due then does nothing), breaking the cycle owner -> buffer -> owner."""
         self.clear()
         self.transport = None
         self._after_flush = _nothing
@@ -155,4 +155,4 @@ class Outbox:
 
 
 def _nothing() -> None:
-    """The ``after_flush`` of a detached :class:`Outbox`."""
+    """The ``after_flush`` of a detached :class:`WriteBuffer`."""

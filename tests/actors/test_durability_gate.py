@@ -19,7 +19,7 @@ from actorbroker.actors.durable_messages import Append, Durable, NotDurable
 from actorbroker.codec import (Connect, Packet, Properties, PubAck, PubRec, Publish, ReasonCode,
                                Subscribe, Subscription)
 from actorbroker.metrics import BrokerMetrics
-from actorbroker.persistence.records import Publish as PublishRecord
+from actorbroker.persistence.records import PublishAccepted
 from actorbroker.session import Close, Effect, Route, Send, SessionCore
 
 NEVER = 0xFFFFFFFF
@@ -133,7 +133,7 @@ def test_puback_waits_for_the_synced_durable_and_routes_carry_the_offset() -> No
     actor.read(publish(b"a", 1, 1))
     assert actor.carried == [] and actor.appends[-1].early
     [record] = actor.appends[-1].records
-    assert isinstance(record, PublishRecord) and record.payload == b"a"
+    assert isinstance(record, PublishAccepted) and record.payload == b"a"
     actor.answer(actor.appends[-1])
     [route] = actor.routes()
     assert route.message.log_offset == 100 * actor.appends[-1].token

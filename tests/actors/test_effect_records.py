@@ -1,4 +1,4 @@
-"""effect_records.derive with [storage] log_qos0: a QoS 0 message gets a Publish record that
+"""effect_records.derive with [storage] log_qos0: a QoS 0 message gets a PublishAccepted record that
 nothing waits for (no route entry: not held, no offset, no PUBACK), QoS 1/2 as before."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from actorbroker.actors.effect_records import derive
 from actorbroker.codec import PubAck
-from actorbroker.persistence.records import Publish, WillSent
+from actorbroker.persistence.records import PublishAccepted, WillSent
 from actorbroker.session import AppMessage, PublishWill, Route
 
 TS = 1_700_000_000_000_000
@@ -28,7 +28,7 @@ def test_qos0_is_logged_only_with_log_qos0_and_never_held(log_qos0: bool) -> Non
     assert found.routes == [] and found.early  # nothing to hold, nothing to wait for
     if log_qos0:
         [record] = found.records
-        assert isinstance(record, Publish)
+        assert isinstance(record, PublishAccepted)
         assert (record.topic, record.payload, record.qos, record.retain, record.client_id,
                 record.packet_id, record.timestamp_us) == ("t/0", b"zero", 0, True, "pub", 0, TS)
     else:
@@ -47,5 +47,5 @@ def test_a_qos0_record_among_qos1_keeps_the_qos1_routes_and_their_order() -> Non
 
 def test_a_qos0_will_is_logged_with_log_qos0() -> None:
     found = _derive([PublishWill(AppMessage("will/pub", b"gone", 0, publisher="pub"))], True)
-    assert [type(r) for r in found.records] == [Publish] and found.routes == []
+    assert [type(r) for r in found.records] == [PublishAccepted] and found.routes == []
     assert [type(r) for r in found.before] == [WillSent]

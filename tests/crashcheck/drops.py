@@ -6,10 +6,10 @@ ways, and both are read here, after the run, from the whole log (retention
 is off in those runs):
 
 * a live session writes ``SessionDropped(client_id, offset, "queue_full")``;
-* an offline (hibernated) session's queue is derived from ``Publish``
+* an offline (hibernated) session's queue is derived from ``PublishAccepted``
   records by the durable fold, which applies the limit there and reports
   the drop (``DurableState.drops``): folding the log again in order with the
-  same limit finds each one, next to the ``Publish`` that caused it.
+  same limit finds each one, next to the ``PublishAccepted`` that caused it.
 
 Limits of this: a drop decided by a fold that started from a checkpoint
 after a restart is the same decision (the checkpoint restates the queues),
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from actorbroker.durable import DurableState, FoldPolicy
 from actorbroker.persistence.reader import LogReader
-from actorbroker.persistence.records import Publish, SessionDropped
+from actorbroker.persistence.records import PublishAccepted, SessionDropped
 
 
 def queue_full_drops(log_dir: Path, limit: int) -> dict[str, set[bytes]]:
@@ -32,7 +32,7 @@ def queue_full_drops(log_dir: Path, limit: int) -> dict[str, set[bytes]]:
     dropped: dict[str, set[bytes]] = {}
     for entry in LogReader(log_dir).read():
         record = entry.record
-        if isinstance(record, Publish):
+        if isinstance(record, PublishAccepted):
             payloads[entry.offset] = record.payload
         elif isinstance(record, SessionDropped) and record.reason == "queue_full":
             dropped.setdefault(record.client_id, set()).add(payloads.get(record.offset, b""))

@@ -4,7 +4,7 @@ Seed 1093449900 (power loss) failed about one run in three with "backlog:
 pub0's message 100 delivered after 114 (order)". The commit log showed no
 broker fault: pub0 (QoS 1) had 99..115 stored when the broker was stopped,
 without their PUBACKs, and sent them all again after reconnecting, stored
-as new ``Publish`` records; for ``backlog`` (queue limit 55) the broker
+as new ``PublishAccepted`` records; for ``backlog`` (queue limit 55) the broker
 dropped the first 99..102 (queue_full, ``SessionDropped`` written),
 delivered the first 103..115, then the resent 99..115. That is the order
 the broker received them in ([MQTT-4.6.0-6]); the check took the payload

@@ -27,7 +27,7 @@ from actorbroker.persistence.records import (
     CheckpointCompleted,
     CheckpointStarted,
     DisconnectCause,
-    Publish,
+    PublishAccepted,
     Record,
     SessionConnected,
     SessionDisconnected,
@@ -50,8 +50,8 @@ def when(seconds: float) -> dt.datetime:
     return (T0 + dt.timedelta(seconds=seconds)).replace(tzinfo=None)
 
 
-def _pub(s: float, client: str, topic: str, payload: bytes, qos: int, retain: bool = False) -> Publish:
-    return Publish(topic, payload, qos=qos, retain=retain, client_id=client,
+def _pub(s: float, client: str, topic: str, payload: bytes, qos: int, retain: bool = False) -> PublishAccepted:
+    return PublishAccepted(topic, payload, qos=qos, retain=retain, client_id=client,
                    packet_id=0 if qos == 0 else int(s) + 1, timestamp_us=at(s))
 
 
@@ -64,7 +64,7 @@ def scenario() -> list[Record]:
     noise: list[Record] = [
         CheckpointStarted(1, timestamp_us=at(1)),
         SessionConnected("dev-9", restated=True, timestamp_us=at(1)),
-        Publish("ghost/topic", b"", qos=2, client_id="dev-9", packet_id=7, restated=True,
+        PublishAccepted("ghost/topic", b"", qos=2, client_id="dev-9", packet_id=7, restated=True,
                 timestamp_us=at(1)),
         CheckpointCompleted(1, 0, timestamp_us=at(1)),
         UnknownRecord(99, 1, b"from a newer broker", timestamp_us=at(2)),
@@ -149,9 +149,9 @@ def write_log(data_dir: Path, records: Iterable[Record], *, segment_bytes: int =
 
 
 def publishes(count: int, *, start: int = 0, payload: bytes = b"p" * 100, topics: int = 10,
-              clients: int = 5) -> list[Publish]:
-    """``count`` QoS 1 Publish records, one per second from ``start`` seconds after T0."""
-    return [Publish(f"bulk/{i % topics}", payload, qos=1, client_id=f"bulk-{i % clients}",
+              clients: int = 5) -> list[PublishAccepted]:
+    """``count`` QoS 1 PublishAccepted records, one per second from ``start`` seconds after T0."""
+    return [PublishAccepted(f"bulk/{i % topics}", payload, qos=1, client_id=f"bulk-{i % clients}",
                     packet_id=i % 65535 + 1, timestamp_us=at(start + i))
             for i in range(start, start + count)]
 

@@ -9,7 +9,7 @@ from pipeline_testkit import SCENARIO_EVENTS, SCENARIO_MESSAGES, at, scenario
 
 from actorbroker.persistence.records import (
     DisconnectCause,
-    Publish,
+    PublishAccepted,
     SessionDisconnected,
     Subscribed,
     WillSet,
@@ -36,7 +36,7 @@ def rows(kind: str, chunk: Chunk, **options: bool) -> list[dict[str, object]]:
 
 
 def test_publish_columns_match_the_records() -> None:
-    records = [r for r in scenario() if isinstance(r, Publish) and not r.restated]
+    records = [r for r in scenario() if isinstance(r, PublishAccepted) and not r.restated]
     payloads = [encode_record(r) for r in records]
     got = rows("messages", chunk_of(payloads))
     assert len(got) == SCENARIO_MESSAGES == len(records)
@@ -84,7 +84,7 @@ def test_unknown_causes_and_will_fields() -> None:
 
 
 def test_damaged_bodies_are_dropped_alone() -> None:
-    good = [Publish(f"t/{i}", b"x" * i, qos=1, client_id="c", timestamp_us=at(i)) for i in range(5)]
+    good = [PublishAccepted(f"t/{i}", b"x" * i, qos=1, client_id="c", timestamp_us=at(i)) for i in range(5)]
     payloads = [encode_record(r) for r in good]
     bad_utf8 = bytearray(payloads[1])
     bad_utf8[bad_utf8.index(b"t/1")] = 0xFF  # the topic is no longer UTF-8
@@ -92,7 +92,7 @@ def test_damaged_bodies_are_dropped_alone() -> None:
     too_big = bytearray(encode_record(Subscribed("c", "f", options=1, timestamp_us=at(9))))
     payloads = [payloads[0], bytes(bad_utf8), payloads[2], short, payloads[4]]
     chunk = chunk_of(payloads)
-    decoded = decode(chunk, Publish)
+    decoded = decode(chunk, PublishAccepted)
     assert decoded.bad == 2
     assert [r["topic"] for r in rows("messages", chunk)] == ["t/0", "t/2", "t/4"]
     too_big[12] = 0xFF  # not a QoS field: options byte is free-form, still decodes
@@ -100,14 +100,14 @@ def test_damaged_bodies_are_dropped_alone() -> None:
 
 
 def test_a_qos_above_two_is_damage() -> None:
-    payload = bytearray(encode_record(Publish("t", b"x", qos=1, timestamp_us=at(0))))
+    payload = bytearray(encode_record(PublishAccepted("t", b"x", qos=1, timestamp_us=at(0))))
     payload[12] = 3  # qos is the first body byte
-    assert decode(chunk_of([bytes(payload)]), Publish).bad == 1
+    assert decode(chunk_of([bytes(payload)]), PublishAccepted).bad == 1
 
 
 @pytest.mark.parametrize("size", [0, 1, 70_000])
 def test_payload_sizes(size: int) -> None:
-    record = Publish("t", bytes(range(256)) * (size // 256) + b"z" * (size % 256), qos=0,
+    record = PublishAccepted("t", bytes(range(256)) * (size // 256) + b"z" * (size % 256), qos=0,
                      timestamp_us=at(0))
     got = rows("messages", chunk_of([encode_record(record)] * 3))
     assert [r["payload"] for r in got] == [record.payload] * 3

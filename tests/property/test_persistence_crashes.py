@@ -20,14 +20,14 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from actorbroker.persistence import CommitLog, Event
-from actorbroker.persistence.records import Publish
+from actorbroker.persistence.records import PublishAccepted
 from actorbroker.persistence.segment import HEADER, parse_segment_name, segment_name
 
 SEGMENT = 1024
 
 
-def record(i: int, size: int) -> Publish:
-    return Publish(f"m/{i}", bytes([i % 256]) * size, qos=1, timestamp_us=i)
+def record(i: int, size: int) -> PublishAccepted:
+    return PublishAccepted(f"m/{i}", bytes([i % 256]) * size, qos=1, timestamp_us=i)
 
 
 class LogMachine(RuleBasedStateMachine):
@@ -39,7 +39,7 @@ class LogMachine(RuleBasedStateMachine):
         self.generation = 0
         self.directory = self.tmp / "log0"
         self.log = CommitLog(self.directory, segment_bytes=SEGMENT)
-        self.records: list[Publish] = []
+        self.records: list[PublishAccepted] = []
         self.offsets: list[int] = []
         self.ends: list[int] = []
         self.committed = 0  # records

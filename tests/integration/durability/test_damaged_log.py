@@ -21,8 +21,7 @@ from durability_kit import durable_config, raw, running, status
 
 from actorbroker.codec import PubAck, Publish, Subscribe, Subscription
 from actorbroker.persistence.reader import LogReader
-from actorbroker.persistence.records import CheckpointCompleted
-from actorbroker.persistence.records import Publish as PublishRecord
+from actorbroker.persistence.records import CheckpointCompleted, PublishAccepted
 from actorbroker.persistence.segment import HEADER
 
 PAD = b"." * 400  # about 430 bytes a record: 10,000 messages fill 4 segments and a bit
@@ -32,7 +31,7 @@ NO_QUEUE_LIMIT = {"max_queued_messages": 0, "max_queued_bytes": 0}
 
 def fill(data: Path, count: int) -> dict[int, tuple[int, int]]:
     """Queue ``count`` messages for the offline session "sub" (after a retained one);
-    return message number -> (offset, end offset) of its Publish record."""
+    return message number -> (offset, end offset) of its PublishAccepted record."""
     config = durable_config(data, segment_bytes=1 << 20, checkpoint_bytes=0, limits=NO_QUEUE_LIMIT)
     with running(config) as broker:
         sub = raw(broker)
@@ -55,7 +54,7 @@ def fill(data: Path, count: int) -> dict[int, tuple[int, int]]:
     written = {}
     for entry in LogReader(data / "log").read():
         record = entry.record
-        if isinstance(record, PublishRecord) and record.topic == "q/t" and not record.restated:
+        if isinstance(record, PublishAccepted) and record.topic == "q/t" and not record.restated:
             written[int(record.payload[:6])] = (entry.offset, entry.next_offset)
     assert len(written) == count
     return written

@@ -22,7 +22,7 @@ from actorbroker.app import Broker, BrokerStartError
 from actorbroker.codec import PubAck, Publish, PubRec, ReasonCode, Subscribe, Subscription
 from actorbroker.durable.snapshot import SNAPSHOT_NAME
 from actorbroker.persistence import LogReader
-from actorbroker.persistence.records import Publish as PublishRecord
+from actorbroker.persistence.records import PublishAccepted
 
 COUNT = 2400  # 1 KiB messages: the log spans three 1 MiB segments
 PAYLOAD = 1000
@@ -48,7 +48,7 @@ def fill(data: Path) -> dict[bytes, int]:
     where = {}
     for segment in LogReader(data / "log").segments():
         for entry in LogReader(data / "log").read(segment.base, segment.end):
-            if isinstance(entry.record, PublishRecord):
+            if isinstance(entry.record, PublishAccepted):
                 where[entry.record.payload[:6]] = segment.base
     assert len(where) == COUNT
     return where

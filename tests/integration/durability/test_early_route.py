@@ -29,9 +29,8 @@ from mqtt_testkit import RawClient
 from actorbroker.codec import PubAck, PubComp, Publish, PubRec, PubRel, ReasonCode, Subscribe
 from actorbroker.codec import Subscription
 from actorbroker.persistence import LogReader
-from actorbroker.persistence.records import OutboundSent, SessionDropped, SessionQueued
-from actorbroker.persistence.records import Publish as PublishRecord
-from actorbroker.persistence.records import UnknownRecord
+from actorbroker.persistence.records import (OutboundSent, PublishAccepted, SessionDropped, SessionQueued,
+                                             UnknownRecord)
 
 _real_fdatasync = os.fdatasync
 
@@ -123,9 +122,9 @@ def resume(broker: Any, pub5: Any) -> None:
 
 
 def records_naming_messages(entries: list[Any]) -> list[Any]:
-    """The records that name a message by its offset, each checked to name a ``Publish``
+    """The records that name a message by its offset, each checked to name a ``PublishAccepted``
     that is in the log (none names an offset a failed sync gave out)."""
-    publishes = {e.offset for e in entries if isinstance(e.record, PublishRecord)}
+    publishes = {e.offset for e in entries if isinstance(e.record, PublishAccepted)}
     named = [e.record for e in entries
              if isinstance(e.record, (OutboundSent, SessionQueued, SessionDropped))]
     assert all(r.offset in publishes for r in named), named
@@ -162,7 +161,7 @@ def test_a_qos1_message_reaches_the_subscriber_before_the_puback_while_the_sync_
         assert sub.recv().payload == b"two"  # type: ignore[attr-defined]
         assert isinstance(pub.recv(), PubAck)
     payloads = [e.record.payload for e in LogReader(tmp_path / "data" / "log").read()
-                if isinstance(e.record, PublishRecord)]
+                if isinstance(e.record, PublishAccepted)]
     assert payloads == [b"one", b"two"]
 
 
@@ -330,7 +329,7 @@ def test_a_sync_that_fails_after_an_early_route_refuses_the_puback_and_fences_th
     sent = [r for r in named if isinstance(r, OutboundSent) and r.client_id == "fail-durable"]
     assert sent, "the durable subscriber journaled nothing"
     assert not [r for r in sent if r.packet_id == held_id], sent
-    payloads = [e.record.payload for e in entries if isinstance(e.record, PublishRecord)]
+    payloads = [e.record.payload for e in entries if isinstance(e.record, PublishAccepted)]
     assert b"routed, then not stored" not in payloads and b"refused too" not in payloads
     assert fillers, "no filler record covers the offsets of the failed batch"
 
@@ -352,7 +351,7 @@ def test_a_message_published_while_a_sync_is_slow_is_routed_before_that_sync_end
         assert [(a.packet_id, a.reason_code) for a in acks] == [(1, 0), (2, 0)], acks
         assert status(broker)["failure"] is None
     payloads = [e.record.payload for e in LogReader(tmp_path / "data" / "log").read()
-                if isinstance(e.record, PublishRecord)]
+                if isinstance(e.record, PublishAccepted)]
     assert payloads == [b"one", b"two"]
 
 
@@ -376,7 +375,7 @@ def test_a_failed_sync_refuses_what_was_written_behind_it_too(
             (1, ReasonCode.UNSPECIFIED_ERROR), (2, ReasonCode.UNSPECIFIED_ERROR)], acks
         resume(broker, pub)  # publishes b"again" until it is stored
     entries = list(LogReader(data / "log", skip_unknown=False).read())
-    payloads = [e.record.payload for e in entries if isinstance(e.record, PublishRecord)]
+    payloads = [e.record.payload for e in entries if isinstance(e.record, PublishAccepted)]
     assert b"first" not in payloads and b"behind" not in payloads and b"again" in payloads
     records_naming_messages(entries)
     assert [e for e in entries if isinstance(e.record, UnknownRecord)], "offsets not fenced off"

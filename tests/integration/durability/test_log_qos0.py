@@ -14,14 +14,13 @@ from durability_kit import connect5, durable_config, raw, running, status
 
 from actorbroker.codec import PubAck, Publish, ReasonCode, Subscribe, Subscription, Will
 from actorbroker.persistence import LogReader
-from actorbroker.persistence.records import Publish as PublishRecord
-from actorbroker.persistence.records import RetainedSet
+from actorbroker.persistence.records import PublishAccepted, RetainedSet
 
 
-def logged(data: Path) -> list[PublishRecord | RetainedSet]:
-    """The Publish and RetainedSet records of the log in ``data``, in log order."""
+def logged(data: Path) -> list[PublishAccepted | RetainedSet]:
+    """The PublishAccepted and RetainedSet records of the log in ``data``, in log order."""
     return [e.record for e in LogReader(data / "log").read()
-            if isinstance(e.record, (PublishRecord, RetainedSet))]
+            if isinstance(e.record, (PublishAccepted, RetainedSet))]
 
 
 @pytest.mark.parametrize("log_qos0", [False, True], ids=["default", "log_qos0"])
@@ -59,7 +58,7 @@ def test_qos0_publishes_and_wills_are_logged_only_with_log_qos0(tmp_path: Path,
         sleeper.disconnect()
     records = logged(data)
     qos0 = [(r.topic, r.payload, r.retain, r.client_id) for r in records
-            if isinstance(r, PublishRecord) and r.qos == 0]
+            if isinstance(r, PublishAccepted) and r.qos == 0]
     if log_qos0:
         assert qos0 == [("q/a", b"0-1", False, "pub"), ("q/a", b"0-2", False, "pub"),
                         ("q/r", b"kept", True, "pub"), ("q/will", b"gone", False, "willing")]

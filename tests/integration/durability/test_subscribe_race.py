@@ -2,7 +2,7 @@
 
 The suspected race: a PUBLISH accepted while a durable session's SUBSCRIBE
 is being handled could be queued for the session by the fold (its
-``Subscribed`` record comes before the ``Publish`` in the log) without
+``Subscribed`` record comes before the ``PublishAccepted`` in the log) without
 being delivered live (the topic actor did not know the subscriber yet);
 it would then wait in the log's queue until the client reconnects.
 
@@ -10,7 +10,7 @@ The test tries it for real: four publishers keep a window of QoS 1
 PUBLISHes in flight over 40 topics while one persistent MQTT 3.1.1 session
 subscribes to the topics one by one. Then a marker goes to every topic
 (each topic keeps its order), and, without reconnecting, the subscriber
-must have received every message the log derived for it (each ``Publish``
+must have received every message the log derived for it (each ``PublishAccepted``
 of a topic after its ``Subscribed``), and the log must hold nothing
 queued for it. The messages that were sent before the SUBACK came back
 and yet landed after the ``Subscribed`` in the log are the race window:
@@ -19,7 +19,7 @@ the test fails if there were none (it would prove nothing).
 Why it does not happen (docs/storage.md, "Durable sessions"): the
 registry tells the topic actors ``SubscribersChanged`` before it answers
 the session, and the session writes ``Subscribed`` only after that
-answer; a ``Publish`` that comes after it in the log was stored after it,
+answer; a ``PublishAccepted`` that comes after it in the log was stored after it,
 and its message is routed only once stored, so it reaches the topic actor
 behind the ``SubscribersChanged`` (one inbox, in order; a new topic actor
 or one starting gets the registry's current subscribers).
@@ -36,8 +36,7 @@ from durability_kit import RawClient, durable_config, raw, running
 from actorbroker.actors.durable_messages import LoadSession
 from actorbroker.codec import PubAck, Publish, SubAck, Subscribe, Subscription
 from actorbroker.persistence.reader import LogReader
-from actorbroker.persistence.records import Publish as PublishRecord
-from actorbroker.persistence.records import Subscribed
+from actorbroker.persistence.records import PublishAccepted, Subscribed
 
 TOPICS = [f"race/{n}" for n in range(40)]
 WINDOW = 10
@@ -121,7 +120,7 @@ def test_messages_the_log_queues_during_a_subscribe_are_delivered_live(tmp_path:
     for index, record in enumerate(records):
         if isinstance(record, Subscribed) and record.client_id == "sub":
             subscribed_from[record.topic_filter] = index
-        elif isinstance(record, PublishRecord) and record.topic in subscribed_from:
+        elif isinstance(record, PublishAccepted) and record.topic in subscribed_from:
             derived.setdefault(record.topic, set()).add(record.payload)
             if sent_at.get(record.payload, 1e18) < subacked[record.topic]:
                 window += 1

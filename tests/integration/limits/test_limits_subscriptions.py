@@ -48,7 +48,7 @@ def test_a_subscription_storm_does_not_stall_other_clients(served: Callable[...,
               f" {prober.percentile(0.99) * 1000:.0f} ms, max {max(prober.times) * 1000:.0f} ms")
         # Unsliced: 1 or 2 probes, each waiting for the whole storm. First come, first
         # served, 3 or 4 on a quiet machine (p50 650 ms: each of a probe's turns waited
-        # behind the storm's, and its Publish record behind 40,000 Subscribed records).
+        # behind the storm's, and its PublishAccepted record behind 40,000 Subscribed records).
         # Now 17-80, p50 15-75 ms, however loaded the 2 cores were.
         assert len(prober.times) >= 10
         assert prober.percentile(0.5) < min(0.5, took / 4)

@@ -27,8 +27,8 @@ CONNECT5_AUTH = Connect("MQTT", 5, "c", True, 0, properties=Properties(authentic
 
 def test_connect_then_pipelined_packets_are_held_until_an_accepting_connack() -> None:
     gate = InboundGate()
-    routed = gate.route([CONNECT4, PingReq(), Publish("t", b"x")])
-    assert routed.connect == CONNECT4 and routed.deliver == [] and routed.error is None
+    plan = gate.route([CONNECT4, PingReq(), Publish("t", b"x")])
+    assert plan.connect == CONNECT4 and plan.deliver == [] and plan.error is None
     assert gate.state is S.AUTHENTICATING and gate.held == [PingReq(), Publish("t", b"x")]
     assert gate.release() == []  # nothing before CONNACK
     gate.connack(0)
@@ -49,23 +49,23 @@ def test_once_something_is_held_everything_after_it_waits_too() -> None:
     gate.route([CONNECT4, Publish("t", b"x"), Disconnect()])
     assert gate.held == [Publish("t", b"x"), Disconnect()]
     gate.connack(0)
-    routed = gate.route(gate.release())
-    assert routed.deliver == [Publish("t", b"x"), Disconnect()] and routed.disconnected
+    plan = gate.route(gate.release())
+    assert plan.deliver == [Publish("t", b"x"), Disconnect()] and plan.disconnected
 
 
 def test_auth_and_disconnect_pass_before_connack_when_nothing_is_held() -> None:
     gate = InboundGate()
-    routed = gate.route([CONNECT5_AUTH, Auth(0x19)])
-    assert routed.deliver == [Auth(0x19)] and gate.held == []
-    routed = gate.route([Disconnect(), PingReq()])
-    assert routed.deliver == [Disconnect()] and routed.disconnected and gate.state is S.CLOSED
+    plan = gate.route([CONNECT5_AUTH, Auth(0x19)])
+    assert plan.deliver == [Auth(0x19)] and gate.held == []
+    plan = gate.route([Disconnect(), PingReq()])
+    assert plan.deliver == [Disconnect()] and plan.disconnected and gate.state is S.CLOSED
 
 
 def test_with_an_authentication_method_other_packets_before_connack_are_errors() -> None:
     gate = InboundGate()
-    routed = gate.route([CONNECT5_AUTH, Auth(0x19), Publish("t", b"x")])
-    assert routed.deliver == [Auth(0x19)]
-    assert routed.error is not None and "[MQTT-3.1.2-30]" in str(routed.error)
+    plan = gate.route([CONNECT5_AUTH, Auth(0x19), Publish("t", b"x")])
+    assert plan.deliver == [Auth(0x19)]
+    assert plan.error is not None and "[MQTT-3.1.2-30]" in str(plan.error)
 
 
 @pytest.mark.parametrize(("packets", "rule"), [
@@ -78,8 +78,8 @@ def test_order_violations_come_back_as_errors_not_exceptions(packets, rule) -> N
         gate.route([CONNECT4])
         gate.connack(0)
         packets = packets[1:]
-    routed = gate.route(packets)
-    assert routed.error is not None and rule in str(routed.error)
+    plan = gate.route(packets)
+    assert plan.error is not None and rule in str(plan.error)
 
 
 def test_connected_packets_keep_the_state_and_server_only_ones_are_refused() -> None:
@@ -87,11 +87,11 @@ def test_connected_packets_keep_the_state_and_server_only_ones_are_refused() -> 
     gate.route([CONNECT4])
     gate.connack(0)
     batch = [PingReq(), Publish("a", b"1"), Publish("b", b"2")]
-    routed = gate.route(batch)
-    assert routed.deliver == batch and routed.error is None and gate.state is S.CONNECTED
-    routed = gate.route([PingReq(), SubAck(1, (0,))])
-    assert routed.deliver == [PingReq()] and routed.error is not None
-    assert routed.error.reason_code == 0x82
+    plan = gate.route(batch)
+    assert plan.deliver == batch and plan.error is None and gate.state is S.CONNECTED
+    plan = gate.route([PingReq(), SubAck(1, (0,))])
+    assert plan.deliver == [PingReq()] and plan.error is not None
+    assert plan.error.reason_code == 0x82
 
 
 @pytest.mark.parametrize(("connack_ok", "state", "code", "expected"), [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from actorbroker.durable import NEVER, DurableState
 from actorbroker.persistence.records import (
-    Publish,
+    PublishAccepted,
     Record,
     SessionConnected,
     SessionDisconnected,
@@ -45,7 +45,7 @@ def subscribed(cid: str, topic_filter: str, qos: int = 1, options: int = 0) -> R
 
 def publish(topic: str, qos: int = 1, *, payload: bytes = b"x", retain: bool = False,
             by: str = "pub", pid: int = 0) -> Record:
-    return Publish(topic, payload, qos, retain, b"", by, pid, timestamp_us=TS)
+    return PublishAccepted(topic, payload, qos, retain, b"", by, pid, timestamp_us=TS)
 
 
 def disconnected(cid: str, expiry: int = NEVER, ts: int = TS) -> Record:

@@ -247,7 +247,7 @@ def test_a_checkpoint_restates_what_shared_groups_owe(
 
 def fold_and_restate(log: Log, steps: list[tuple[str, str, int, bool, str]]) -> None:
     """Fold ``steps`` after what ``log`` has; the checkpoint of the result folds back to it."""
-    published: list[int] = [o for o, r in log.records.items() if type(r).__name__ == "Publish"]
+    published: list[int] = [o for o, r in log.records.items() if type(r).__name__ == "PublishAccepted"]
     for kind, cid, n, flag, topic in steps:
         ts = TS + len(log.records)
         if kind == "connect":

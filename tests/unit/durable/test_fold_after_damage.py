@@ -6,7 +6,7 @@ zeroed, and :func:`actorbroker.actors.storage_recovery.recover` folds what
 is left. The rule (docs/storage.md, "Recovery"): a session or retained
 message comes back when a record that restates or creates it survives; a
 session whose every such record was in the damaged range is lost, even if
-later records of it survive; queued messages whose ``Publish`` was damaged
+later records of it survive; queued messages whose ``PublishAccepted`` was damaged
 are lost and counted.
 """
 
@@ -23,7 +23,7 @@ from actorbroker.persistence import CommitLog
 from actorbroker.persistence.records import (
     CheckpointCompleted,
     OutboundSent,
-    Publish,
+    PublishAccepted,
     PubRecReceived,
     Record,
     RetainedSet,
@@ -70,8 +70,8 @@ def session(cid: str) -> list[Record]:
             SessionDisconnected(cid, 0, 0, NEVER, timestamp_us=TS)]
 
 
-def message(n: int) -> Publish:
-    return Publish(f"q/{n}", b"m%03d" % n + b"." * 60, qos=1, client_id="pub", packet_id=n + 1,
+def message(n: int) -> PublishAccepted:
+    return PublishAccepted(f"q/{n}", b"m%03d" % n + b"." * 60, qos=1, client_id="pub", packet_id=n + 1,
                    timestamp_us=TS)
 
 
@@ -173,7 +173,7 @@ def test_a_damaged_only_checkpoint_over_an_intact_history_folds_the_whole_log(
     with caplog.at_level(logging.INFO):
         state = start(data)
     assert "checkpoint 1 lost records; folding the whole log" in caplog.text
-    for cid in "ab":  # the queues derive from the Publish records, which are all there
+    for cid in "ab":  # the queues derive from the PublishAccepted records, which are all there
         queue = state.sessions[cid].queue
         assert queue is not None and len(queue) == 20
 

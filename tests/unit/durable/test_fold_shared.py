@@ -1,6 +1,6 @@
 """What shared groups owe their durable members: the fold's side of crash-safe ``$share`` delivery.
 
-A ``Publish`` is owed to each group with a durable MQTT 5 member granted
+A ``PublishAccepted`` is owed to each group with a durable MQTT 5 member granted
 QoS 1/2; ``SharedRouted`` settles it (queued for a durable member);
 ``SharedPending`` owes it again; the log keeps what is owed; after a crash
 the storage actor hands what is owed to the members in turn.

@@ -9,24 +9,24 @@ from pathlib import Path
 import pytest
 
 from actorbroker.persistence import CommitLog
-from actorbroker.persistence.records import Publish, Record
+from actorbroker.persistence.records import PublishAccepted, Record
 
 SEGMENT = 1024  # small segments, so that a few dozen records span several
 
 
-def numbered(i: int, size: int = 40) -> Publish:
+def numbered(i: int, size: int = 40) -> PublishAccepted:
     """Record number ``i``: its topic, payload and timestamp all encode ``i``."""
-    return Publish(f"seq/{i}", (b"%08d" % i) * (size // 8), qos=1, client_id="writer",
+    return PublishAccepted(f"seq/{i}", (b"%08d" % i) * (size // 8), qos=1, client_id="writer",
                    packet_id=i % 65535 + 1, timestamp_us=1_700_000_000_000_000 + i)
 
 
 def number_of(record: Record) -> int:
-    assert isinstance(record, Publish)
+    assert isinstance(record, PublishAccepted)
     return int(record.topic.split("/")[1])
 
 
 @pytest.fixture
-def make() -> Callable[..., Publish]:
+def make() -> Callable[..., PublishAccepted]:
     return numbered
 
 

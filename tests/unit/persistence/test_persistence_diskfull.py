@@ -19,14 +19,14 @@ import pytest
 
 from actorbroker.errors import DiskFullError, StorageIOError
 from actorbroker.persistence import CommitLog, Event, LogReader
-from actorbroker.persistence.records import Publish
+from actorbroker.persistence.records import PublishAccepted
 
 from .conftest import number_of, numbered
 
 BIG = 8 * 1024
 
 
-def big(i: int) -> Publish:
+def big(i: int) -> PublishAccepted:
     return numbered(i, size=BIG)
 
 

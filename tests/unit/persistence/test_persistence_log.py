@@ -10,14 +10,14 @@ import pytest
 from actorbroker.errors import DiskFullError, LogLockedError
 from actorbroker.persistence import CommitLog
 from actorbroker.persistence.committed import Committed, read_committed
-from actorbroker.persistence.records import Publish, RetainedCleared, encode_record
+from actorbroker.persistence.records import PublishAccepted, RetainedCleared, encode_record
 from actorbroker.persistence.segment import FRAME, HEADER, segment_name
 
-Make = Callable[..., Publish]
+Make = Callable[..., PublishAccepted]
 Seq = Callable[..., int]
 
 
-def frame_size(record: Publish) -> int:
+def frame_size(record: PublishAccepted) -> int:
     return FRAME.size + len(encode_record(record))
 
 
@@ -164,5 +164,5 @@ def test_bad_arguments_are_value_errors(log_dir: Path, make: Make) -> None:
         CommitLog(None)
     with CommitLog(log_dir) as log:
         with pytest.raises(ValueError):
-            log.append([make(0), Publish("t", b"", qos=5, timestamp_us=0)])
+            log.append([make(0), PublishAccepted("t", b"", qos=5, timestamp_us=0)])
         assert log.next_offset == 0  # nothing of that call was appended

@@ -62,7 +62,7 @@ def test_unknown_records_are_skipped_unless_asked_for(log_dir: Path) -> None:
 
 
 def test_a_record_that_passes_its_crc_but_does_not_decode_is_skipped_alone(log_dir: Path) -> None:
-    broken = UnknownRecord(1, 1, b"\x05", timestamp_us=0)  # a Publish body with a QoS of 5
+    broken = UnknownRecord(1, 1, b"\x05", timestamp_us=0)  # a PublishAccepted body with a QoS of 5
     with CommitLog(log_dir) as log:
         log.append([numbered(0), broken, numbered(1)])
         with pytest.raises(CorruptRecordError):

@@ -17,7 +17,7 @@ from actorbroker.persistence.records import (
     ENVELOPE,
     RECORD_TYPES,
     OutboundSent,
-    Publish,
+    PublishAccepted,
     Record,
     SessionDisconnected,
     UnknownRecord,
@@ -27,7 +27,7 @@ from actorbroker.persistence.records import (
 )
 from actorbroker.persistence.wire import BodyCodec, Kind, wire
 
-# Publish("a/b", b"hi", qos=1, retain=True, properties=b"\x00", client_id="c1",
+# PublishAccepted("a/b", b"hi", qos=1, retain=True, properties=b"\x00", client_id="c1",
 # packet_id=7, timestamp_us=5), written out by hand from docs/storage.md.
 PUBLISH_BYTES = bytes.fromhex(
     "01" "01" "0000" "0000000000000005"  # type 1, version 1, flags 0, timestamp 5
@@ -37,7 +37,7 @@ PUBLISH_BYTES = bytes.fromhex(
     "00000001" "00"                       # properties: one byte, 0 (empty property list)
     "0002" "6331"                         # client_id "c1"
 )
-PUBLISH = Publish("a/b", b"hi", 1, True, b"\x00", "c1", 7, timestamp_us=5)
+PUBLISH = PublishAccepted("a/b", b"hi", 1, True, b"\x00", "c1", 7, timestamp_us=5)
 
 
 def test_publish_is_encoded_byte_for_byte_as_documented() -> None:
@@ -74,7 +74,7 @@ def test_every_type_has_its_own_code_and_round_trips_with_defaults() -> None:
 def test_unknown_type_and_unknown_version_are_kept_not_refused() -> None:
     future = ENVELOPE.pack(200, 1, 0, 9) + b"\x01\x02"
     assert decode_record(future) == UnknownRecord(200, 1, b"\x01\x02", timestamp_us=9)
-    newer_publish = ENVELOPE.pack(Publish.TYPE, 2, 1, 9) + b"anything"
+    newer_publish = ENVELOPE.pack(PublishAccepted.TYPE, 2, 1, 9) + b"anything"
     found = decode_record(newer_publish)
     assert found == UnknownRecord(1, 2, b"anything", timestamp_us=9, restated=True)
     assert encode_record(found) == newer_publish  # copied byte for byte
@@ -118,10 +118,10 @@ def test_short_envelope_bad_utf8_and_qos_above_2_are_corrupt() -> None:
 @pytest.mark.parametrize(
     ("record", "message"),
     [
-        (Publish("t", b"", qos=3, timestamp_us=0), "qos must be 0..2"),
-        (Publish("t", b"", packet_id=65536, timestamp_us=0), "Publish"),
-        (Publish("t" * 65536, b"", timestamp_us=0), "longer than 65535"),
-        (Publish("t", b"", timestamp_us=2**63), "envelope"),
+        (PublishAccepted("t", b"", qos=3, timestamp_us=0), "qos must be 0..2"),
+        (PublishAccepted("t", b"", packet_id=65536, timestamp_us=0), "PublishAccepted"),
+        (PublishAccepted("t" * 65536, b"", timestamp_us=0), "longer than 65535"),
+        (PublishAccepted("t", b"", timestamp_us=2**63), "envelope"),
         (OutboundSent("c", 1, -1, timestamp_us=0), "OutboundSent"),
         (OutboundSent("c", 1, 0, subscription_ids=(2**32,), timestamp_us=0), "subscription_ids"),
     ],
@@ -137,8 +137,8 @@ def test_records_are_slotted_hashable_and_frozen_to_the_type_checker(tmp_path: P
         assert "__slots__" in cls.__dict__
     assert hash(PUBLISH) == hash(dataclasses.replace(PUBLISH)) and {PUBLISH: 1}[PUBLISH] == 1
     source = tmp_path / "assigns.py"
-    source.write_text("from actorbroker.persistence.records import Publish, SessionQueued\n"
-                      "def f(p: Publish, q: SessionQueued) -> None:\n"
+    source.write_text("from actorbroker.persistence.records import PublishAccepted, SessionQueued\n"
+                      "def f(p: PublishAccepted, q: SessionQueued) -> None:\n"
                       "    p.qos = 2\n"
                       "    q.timestamp_us = 0\n")
     out, _, status = mypy_api.run(["--no-incremental", "--follow-imports=silent", str(source)])

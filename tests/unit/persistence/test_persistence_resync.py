@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from actorbroker.persistence import CommitLog, Event, LogReader
 from actorbroker.persistence.quarantine import QUARANTINE_DIR
 from actorbroker.persistence.records import (
-    Publish,
+    PublishAccepted,
     Record,
     SessionConnected,
     SessionQueued,
@@ -38,7 +38,7 @@ def varied(i: int) -> Record:
     ts = 1_700_000_000_000_000 + i
     match i % 4:
         case 0:
-            return Publish(f"t/{i}", bytes(range(256))[: (i * 37) % 300], qos=1, packet_id=i % 900 + 1,
+            return PublishAccepted(f"t/{i}", bytes(range(256))[: (i * 37) % 300], qos=1, packet_id=i % 900 + 1,
                            client_id="pub", timestamp_us=ts)
         case 1:
             return SessionQueued(f"c{i}", i * 10, qos=1, topic=f"t/{i}", size=i, timestamp_us=ts)
@@ -141,7 +141,7 @@ def test_a_flip_in_the_middle_of_each_frame_costs_exactly_that_frame(tmp_path: P
 
 def test_a_frame_inside_a_damaged_payload_is_not_taken_for_a_record() -> None:
     inner = encode_frame(encode_record(SessionConnected("ghost", expiry_interval=9, timestamp_us=4)))
-    carrier = Publish("t", inner * 3, qos=1, timestamp_us=5)
+    carrier = PublishAccepted("t", inner * 3, qos=1, timestamp_us=5)
     data = bytearray(encode_frame(encode_record(carrier)) + encode_frame(encode_record(varied(1))))
     data[8 + 12 + 20] ^= 0xFF  # in the carrier's payload, before the frames it holds
     frames = map_frames(memory_reader(data), 0, len(data))

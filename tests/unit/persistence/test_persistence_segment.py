@@ -7,7 +7,7 @@ import zlib
 
 import pytest
 
-from actorbroker.persistence.records import Publish, encode_record
+from actorbroker.persistence.records import PublishAccepted, encode_record
 from actorbroker.persistence.segment import (
     FRAME,
     HEADER,
@@ -23,7 +23,7 @@ from actorbroker.persistence.segment import (
     segment_name,
 )
 
-PAYLOADS = [encode_record(Publish(f"t/{i}", b"p" * i, timestamp_us=i)) for i in range(5)]
+PAYLOADS = [encode_record(PublishAccepted(f"t/{i}", b"p" * i, timestamp_us=i)) for i in range(5)]
 STREAM = b"".join(encode_frame(p) for p in PAYLOADS)
 STARTS = [sum(FRAME.size + len(p) for p in PAYLOADS[:i]) for i in range(len(PAYLOADS) + 1)]
 
@@ -95,7 +95,7 @@ def test_zeros_are_a_bad_length_not_a_record() -> None:
 
 
 def test_a_frame_larger_than_the_read_chunk() -> None:
-    big = encode_record(Publish("big", b"x" * (3 << 20), timestamp_us=0))
+    big = encode_record(PublishAccepted("big", b"x" * (3 << 20), timestamp_us=0))
     data = encode_frame(big) + encode_frame(PAYLOADS[1])
     frames, found = scan(data)
     assert [p for _, p in frames] == [big, PAYLOADS[1]]

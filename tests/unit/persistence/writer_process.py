@@ -15,12 +15,12 @@ import sys
 from pathlib import Path
 
 from actorbroker.persistence import CommitLog
-from actorbroker.persistence.records import Publish
+from actorbroker.persistence.records import PublishAccepted
 
 
-def numbered(i: int, size: int = 40) -> Publish:
+def numbered(i: int, size: int = 40) -> PublishAccepted:
     """The same records as conftest.numbered."""
-    return Publish(f"seq/{i}", (b"%08d" % i) * (size // 8), qos=1, client_id="writer",
+    return PublishAccepted(f"seq/{i}", (b"%08d" % i) * (size // 8), qos=1, client_id="writer",
                    packet_id=i % 65535 + 1, timestamp_us=1_700_000_000_000_000 + i)
 
 

@@ -7,16 +7,16 @@ from collections import Counter
 
 import pytest
 
-from actorbroker.routing.shared import SharedGroup, Strategy
+from actorbroker.routing.shared import SharedGroup, SharedStrategy
 
 
 def test_empty_group_chooses_nobody() -> None:
-    for strategy in Strategy:
+    for strategy in SharedStrategy:
         assert SharedGroup[str](strategy).choose("k") is None
 
 
 def test_round_robin_cycles_in_join_order() -> None:
-    group: SharedGroup[str] = SharedGroup(Strategy.ROUND_ROBIN)
+    group: SharedGroup[str] = SharedGroup(SharedStrategy.ROUND_ROBIN)
     for member in ("a", "b", "c"):
         assert group.add(member)
     assert not group.add("a")
@@ -24,7 +24,7 @@ def test_round_robin_cycles_in_join_order() -> None:
 
 
 def test_round_robin_continues_after_removal() -> None:
-    group: SharedGroup[str] = SharedGroup(Strategy.ROUND_ROBIN)
+    group: SharedGroup[str] = SharedGroup(SharedStrategy.ROUND_ROBIN)
     for member in ("a", "b", "c", "d"):
         group.add(member)
     assert [group.choose(), group.choose()] == ["a", "b"]  # next is c
@@ -38,7 +38,7 @@ def test_round_robin_continues_after_removal() -> None:
 
 
 def test_round_robin_skips_members_not_accepted() -> None:
-    group: SharedGroup[str] = SharedGroup(Strategy.ROUND_ROBIN)
+    group: SharedGroup[str] = SharedGroup(SharedStrategy.ROUND_ROBIN)
     for member in ("a", "b", "c"):
         group.add(member)
     offline = {"b"}
@@ -49,7 +49,7 @@ def test_round_robin_skips_members_not_accepted() -> None:
 
 def test_random_uses_the_injected_source() -> None:
     def picks(seed: int) -> list[str | None]:
-        group: SharedGroup[str] = SharedGroup(Strategy.RANDOM, rng=random.Random(seed))
+        group: SharedGroup[str] = SharedGroup(SharedStrategy.RANDOM, rng=random.Random(seed))
         for member in "abcdef":
             group.add(member)
         return [group.choose() for _ in range(50)]
@@ -61,7 +61,7 @@ def test_random_uses_the_injected_source() -> None:
 
 
 def test_random_skips_members_not_accepted() -> None:
-    group: SharedGroup[int] = SharedGroup(Strategy.RANDOM, rng=random.Random(0))
+    group: SharedGroup[int] = SharedGroup(SharedStrategy.RANDOM, rng=random.Random(0))
     for member in range(10):
         group.add(member)
     picks = {group.choose(accept=lambda m: m % 3 == 0) for _ in range(200)}
@@ -69,7 +69,7 @@ def test_random_skips_members_not_accepted() -> None:
 
 
 def test_hash_is_sticky_per_key_and_needs_a_key() -> None:
-    group: SharedGroup[str] = SharedGroup(Strategy.HASH)
+    group: SharedGroup[str] = SharedGroup(SharedStrategy.HASH)
     for member in ("a", "b", "c"):
         group.add(member)
     first = {f"client{i}": group.choose(f"client{i}") for i in range(100)}
@@ -80,7 +80,7 @@ def test_hash_is_sticky_per_key_and_needs_a_key() -> None:
 
 
 def test_hash_spreads_keys_evenly() -> None:
-    group: SharedGroup[str] = SharedGroup(Strategy.HASH)
+    group: SharedGroup[str] = SharedGroup(SharedStrategy.HASH)
     for member in ("a", "b", "c"):
         group.add(member)
     counts = Counter(group.choose(f"publisher-{i}") for i in range(3000))
@@ -88,7 +88,7 @@ def test_hash_spreads_keys_evenly() -> None:
 
 
 def test_hash_moves_only_the_keys_of_a_leaving_member() -> None:
-    group: SharedGroup[str] = SharedGroup(Strategy.HASH)
+    group: SharedGroup[str] = SharedGroup(SharedStrategy.HASH)
     for member in ("a", "b", "c", "d"):
         group.add(member)
     keys = [f"k{i}" for i in range(400)]
@@ -108,7 +108,7 @@ def test_hash_moves_only_the_keys_of_a_leaving_member() -> None:
 
 
 def test_hash_falls_back_in_rendezvous_order() -> None:
-    group: SharedGroup[str] = SharedGroup(Strategy.HASH)
+    group: SharedGroup[str] = SharedGroup(SharedStrategy.HASH)
     for member in ("a", "b", "c"):
         group.add(member)
     winner = group.choose("key")
@@ -121,10 +121,10 @@ def test_hash_falls_back_in_rendezvous_order() -> None:
 
 
 def test_hash_uses_ident_not_python_hash() -> None:
-    group: SharedGroup[tuple[str, int]] = SharedGroup(Strategy.HASH, ident=lambda m: m[0])
+    group: SharedGroup[tuple[str, int]] = SharedGroup(SharedStrategy.HASH, ident=lambda m: m[0])
     group.add(("x", 1))
     group.add(("y", 2))
-    other: SharedGroup[tuple[str, int]] = SharedGroup(Strategy.HASH, ident=lambda m: m[0])
+    other: SharedGroup[tuple[str, int]] = SharedGroup(SharedStrategy.HASH, ident=lambda m: m[0])
     other.add(("y", 20))
     other.add(("x", 10))
     for index in range(50):

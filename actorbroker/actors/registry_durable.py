@@ -7,9 +7,9 @@ With storage on (durability fsync or os), the registry
   every durable session's subscriptions and for the retained messages, and
   adds them as if their sessions had subscribed (each with a fresh epoch)
   and their publishers had published, before any listener accepts a client;
-* journals the retained changes that no ``Publish`` record carries: those
+* journals the retained changes that no ``PublishAccepted`` record carries: those
   of QoS 0 messages (a QoS 1/2 retained message is stored as its
-  ``Publish`` before it is routed). ``$SYS`` topics are not journaled: the
+  ``PublishAccepted`` before it is routed). ``$SYS`` topics are not journaled: the
   broker republishes them.
 """
 
@@ -67,7 +67,7 @@ class DurableRegistry:
                      len(load.retained))
 
     def _journal_retained(self, message: AppMessage) -> None:
-        """Store a retained change that no Publish record carries (QoS 0, not $SYS)."""
+        """Store a retained change that no PublishAccepted record carries (QoS 0, not $SYS)."""
         storage = self._node.refs.storage
         if storage is None or message.log_offset >= 0 or message.topic.startswith("$"):
             return

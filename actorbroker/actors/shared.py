@@ -20,7 +20,7 @@ named by the whole string; its members are client ids with a grant each
 * Durability: the router writes ``SharedRouted`` for each logged message
   before the chosen member hears of it (:func:`journal_routed`); a member
   handing messages back writes ``SharedPending`` (:func:`journal_handed_back`).
-  With the ``Publish`` record the fold knows what each group still owes
+  With the ``PublishAccepted`` record the fold knows what each group still owes
   (durable/shared.py), so a crash loses no acknowledged message.
 * Redelivery: when a member's connection ends, its session hands back what
   it does not have yet (queued, or QoS 1 without PUBACK) with
@@ -44,7 +44,7 @@ from typing import Any
 
 from actorbroker.durable.journal import handed_back_records
 from actorbroker.persistence.records import SharedRouted
-from actorbroker.routing import FilterTrie, SharedFilter, SharedGroup, Strategy, parse_shared
+from actorbroker.routing import FilterTrie, SharedFilter, SharedGroup, SharedStrategy, parse_shared
 from actorbroker.session import AppMessage
 from supervisors import tell_if_alive
 
@@ -110,7 +110,7 @@ def journal_routed(storage: Any, group: str, client_id: str, messages: Collectio
     ``messages`` a hibernated member could not have queued (QoS 0, or not logged).
 
     The ``SharedRouted`` records settle what the group owed since the
-    ``Publish`` (durable/shared.py) and queue the message for a durable
+    ``PublishAccepted`` (durable/shared.py) and queue the message for a durable
     member in the log, so a crash loses nothing the publisher saw
     acknowledged; for a hibernated member they are its queue.
     """
@@ -142,7 +142,7 @@ def journal_handed_back(storage: Any, group: str, client_id: str,
         tell_if_alive(storage, Append(tuple(records), None, 0))  # them owed (or queued)
 
 
-def _new_group(strategy: Strategy, rng: random.Random) -> SharedGroup[str]:
+def _new_group(strategy: SharedStrategy, rng: random.Random) -> SharedGroup[str]:
     return SharedGroup(strategy, rng=rng)
 
 
@@ -151,7 +151,7 @@ class SharedIndex:
 
     __slots__ = ("_trie", "_members", "_groups", "_strategy", "_rng")
 
-    def __init__(self, strategy: Strategy = Strategy.ROUND_ROBIN,
+    def __init__(self, strategy: SharedStrategy = SharedStrategy.ROUND_ROBIN,
                  rng: random.Random | None = None) -> None:
         self._trie: FilterTrie[tuple[str, str], Grant] = FilterTrie()
         self._members: dict[str, dict[str, Grant]] = {}  # whole filter -> client -> grant
@@ -214,7 +214,7 @@ class SharedSlots:
     __slots__ = ("_members", "groups", "_strategy", "_rng")
 
     def __init__(self, groups: dict[str, dict[str, Grant]] | None = None,
-                 strategy: Strategy = Strategy.ROUND_ROBIN,
+                 strategy: SharedStrategy = SharedStrategy.ROUND_ROBIN,
                  rng: random.Random | None = None) -> None:
         self._members: dict[str, dict[str, Grant]] = {}
         #: Group -> member picker; empty when no shared subscription matches the topic.

@@ -152,7 +152,7 @@ class TopicActor(LoopActor):
         between actors, or the broker is stopping (a SIGTERM's seed 639277478 settled two
         acknowledged QoS 2 messages as undeliverable here, and the restart lost them). The
         logged QoS 1/2 ones stay owed: the registry gives them to the next member session
-        that starts (``RedeliverShared`` from nobody); a logged one's ``Publish`` stays unsettled in
+        that starts (``RedeliverShared`` from nobody); a logged one's ``PublishAccepted`` stays unsettled in
         the log meanwhile, so a restart hands them to a durable member. QoS 0 is
         dropped, counted."""
         node = self._node

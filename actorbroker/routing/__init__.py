@@ -25,18 +25,12 @@ from actorbroker.routing.topics import (
 )
 from actorbroker.routing.trie import FilterTrie
 
-#: The old name of :class:`SharedStrategy`: actors/shared.py and
-#: tests/actors/test_shared_groups.py still import it. Remove it when they
-#: use the new name (then only supervisors has a ``Strategy``).
-Strategy = SharedStrategy
-
 __all__ = [
     "FilterTrie",
     "RetainedIndex",
     "SharedFilter",
     "SharedGroup",
     "SharedStrategy",
-    "Strategy",
     "TopicError",
     "has_wildcards",
     "is_dollar_topic",

@@ -14,7 +14,7 @@ from actorbroker.actors.shared import (
     journal_routed,
     pick,
 )
-from actorbroker.routing import SharedFilter, SharedGroup, Strategy
+from actorbroker.routing import SharedFilter, SharedGroup, SharedStrategy
 from actorbroker.session import AppMessage
 
 
@@ -56,7 +56,7 @@ def test_offline_members_only_when_none_is_online() -> None:
 
 
 def test_hash_strategy_keeps_a_publisher_on_one_member() -> None:
-    slots = SharedSlots({"$share/g/t": {f"c{i}": Grant(1, i) for i in range(5)}}, Strategy.HASH)
+    slots = SharedSlots({"$share/g/t": {f"c{i}": Grant(1, i) for i in range(5)}}, SharedStrategy.HASH)
     everyone = {f"c{i}" for i in range(5)}
     chosen = {c for c, *_ in slots.route(messages(20, "pub-1"), everyone, everyone)}
     assert len(chosen) == 1
@@ -67,7 +67,7 @@ def test_hash_strategy_keeps_a_publisher_on_one_member() -> None:
 
 
 def test_random_strategy_gives_each_message_to_exactly_one_member() -> None:
-    slots = SharedSlots({"$share/g/t": {"a": Grant(1, 1), "b": Grant(1, 1)}}, Strategy.RANDOM,
+    slots = SharedSlots({"$share/g/t": {"a": Grant(1, 1), "b": Grant(1, 1)}}, SharedStrategy.RANDOM,
                         random.Random(7))
     routed = list(slots.route(messages(50), {"a", "b"}, {"a", "b"}))
     assert sum(len(batch) for *_, batch in routed) == 50

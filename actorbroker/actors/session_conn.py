@@ -117,7 +117,10 @@ class ConnectionLifecycle:
             log.info("client %s from %s: connection closed before it was attached",
                      shown(self.client_id), peer(conn))
             if self._core.state is SessionState.NEW and self._conn is None:
-                self._retire()  # started for this connection alone: nothing to keep
+                # Started for this connection alone: nothing to keep, not even the owner
+                # its CONNECT claimed (else one entry per such client id, forever).
+                self._node.owners.release(self.client_id, attach.claim)
+                self._retire()
             return
         now = self._now()
         old = self._conn

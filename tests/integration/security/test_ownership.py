@@ -4,6 +4,7 @@ restart; use_username_as_clientid; the owner is let go when the session ends."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,8 @@ from security_kit import login, write_users
 
 from actorbroker.actors.durable_messages import StorageStatus
 from actorbroker.app import Broker, RunningBroker
-from actorbroker.codec import PubAck, Publish, ReasonCode, SubAck, Subscribe, Subscription
+from actorbroker.codec import (Connect, Disconnect, PubAck, Publish, ReasonCode, SubAck, Subscribe,
+                               Subscription, encode)
 from actorbroker.config import Config
 from actorbroker.durable.snapshot import SNAPSHOT_NAME
 
@@ -95,6 +97,21 @@ def test_a_clean_session_lets_its_client_id_go(tmp_path: Path) -> None:
         bob, ok = login(broker.host, broker.port, "shared-id", "bob", "b")
         assert ok.reason_code == 0
         bob.close()
+
+
+def test_a_connection_closed_before_its_session_attached_lets_its_client_id_go(
+        tmp_path: Path) -> None:
+    """CONNECT and DISCONNECT in one write, anonymous: the connection is closed before the
+    session actor attaches it, and that actor retired with its owner left claimed, one
+    entry per client id for ever (63 bytes a connection: the live fuzzer's RSS growth)."""
+    with Broker.run_in_thread(broker_config(tmp_path)) as broker:
+        for i in range(50):
+            with socket.create_connection((broker.host, broker.port), timeout=10) as sock:
+                sock.sendall(encode(Connect("MQTT", 4, f"brief-{i}", True, 30), 4)
+                             + encode(Disconnect(), 4))
+                while sock.recv(4096):  # until the broker closes
+                    pass
+        broker.wait_until(lambda _: broker.call(lambda: len(broker.node.owners)) == 0)
 
 
 def test_use_username_as_clientid(tmp_path: Path) -> None:

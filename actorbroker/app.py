@@ -63,11 +63,11 @@ from actorbroker.actors import (
     SysActor,
 )
 from actorbroker import collector
-from actorbroker.actors.durable_tree import STORAGE_START_TIMEOUT, durable_children
+from actorbroker.actors.tree import STORAGE_START_TIMEOUT, durable_children
 from actorbroker.codec import Properties, ReasonCode
-from actorbroker.actors.owners import Owners
-from actorbroker.actors.password_checks import PasswordChecks
-from actorbroker.actors.reauthorize import reload_auth_files
+from actorbroker.actors.connect.owners import Owners
+from actorbroker.actors.connect.password_checks import PasswordChecks
+from actorbroker.actors.connect.acl_reload import reload_auth_files
 from actorbroker.config import Config, ListenerConfig, load
 from actorbroker.errors import AuthError, ConfigError
 from actorbroker.logbudget import LineBudget
@@ -185,7 +185,7 @@ class Broker:
             log.info("no data directory: sessions and messages are kept in memory only "
                      "([node] data_dir keeps them)")
         security = self.settings.security
-        # Session owners count user names only when they are checked (actors/owners.py).
+        # Session owners count user names only when they are checked (actors/connect/owners.py).
         node = self.node = Node(self.settings, stats=self.stats,
                                 owners=Owners(checked=security is not None and security.has_users))
         loop = asyncio.get_running_loop()

@@ -13,17 +13,23 @@ wires the two together.
 * :class:`SessionGateway` turns a CONNECT into a session port;
 * :class:`Names` is the node's name table, :class:`Node` what all share.
 
+Grouped by job: :mod:`.connect` (from a CONNECT to a session, listeners),
+:mod:`.topics` (registry, topic actors, shared groups, ``$SYS``),
+:mod:`.storage` (the storage actor and the keeper), :mod:`.tree` (what the
+commit log adds to the tree); the session actor's modules, the name table,
+the node and the messages between actors are at the top.
+
 How a message travels: docs/architecture.md.
 """
 
-from .gateway import ConnectionPort, SessionGateway
-from .listener import ListenerActor, ListenerHandle
+from .connect.gateway import ConnectionPort, SessionGateway
+from .connect.listener import ListenerActor, ListenerHandle
 from .names import Names
 from .node import Node, NodeSettings, Refs
-from .registry import RegistryActor
 from .session import SessionActor
-from .sys_topics import SysActor, sys_values
-from .topic import TopicActor
+from .topics.registry import RegistryActor
+from .topics.sys_topics import SysActor, sys_values
+from .topics.topic import TopicActor
 
 __all__ = [
     "ConnectionPort",

@@ -18,7 +18,7 @@ fsync and os); the actor calls it at a few seams and it never blocks:
   session's refused state records are sent again with exponential backoff.
 * **Resumed queue** (:mod:`.resumed_queue`), **Wills** (:mod:`.session_wills`:
   ``WillSent``/``WillCleared``, a Will taken back from the log) and
-  **hibernation** (:meth:`settle`, actors/keeper.py).
+  **hibernation** (:meth:`settle`, actors/storage/keeper.py).
 
 What is held for what: docs/storage.md, "Durable sessions".
 """
@@ -46,12 +46,12 @@ from actorbroker.persistence.records import (DisconnectCause, OutboundUnsent, Pu
 from actorbroker.session import AppMessage, Effect, EndSession, Send, SessionState
 from actorbroker.session.backoff import Backoff, BackoffPolicy
 
-from .durable_messages import Append, Durable, Fetched, NotDurable, RetryJournal, SessionLoad
 from .effect_records import derive
 from .gate import Gate
 from .held import STOP, UNHELD, Held, expiry_of, now_us
 from .resumed_queue import ResumedQueue
 from .session_wills import SessionWills
+from .storage.requests import Append, Durable, Fetched, NotDurable, RetryJournal, SessionLoad
 
 __all__ = ["DurabilitySettings", "RetryJournal", "SessionDurability"]
 

@@ -1,7 +1,7 @@
 """Actors layer: the test-only fault hook that crashes a session or topic actor on request. Stdlib only.
 
 Supervision is only believable if it is exercised: a test tells a running
-:class:`~.session.SessionActor` or :class:`~.topic.TopicActor`
+:class:`~.session.SessionActor` or :class:`~.topics.topic.TopicActor`
 :class:`CrashForTest` and the actor raises :class:`InjectedCrash` from its
 message handler, exactly as a bug would, so that its supervisor (or, for a
 topic actor, the registry's monitor) does what it does after a real crash.

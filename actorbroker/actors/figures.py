@@ -3,7 +3,7 @@
 Everything here runs on the loop thread and reads what is already counted
 (:class:`~actorbroker.metrics.BrokerMetrics`, the transport's counters, the
 name table): no message, no lock. :func:`counters` is the flat dict that
-``$SYS`` (:mod:`.sys_topics`) and the Prometheus collector
+``$SYS`` (:mod:`.topics.sys_topics`) and the Prometheus collector
 (``actorbroker.ops.prometheus``) both name their figures from, so the two
 never disagree. :func:`session_figures` walks the live session actors
 (queue depth, bytes, in flight): one pass over the name table, a few
@@ -22,8 +22,8 @@ from pykka import ActorDeadError
 
 from supervisors import actor_of
 
-from .durable_messages import StorageStatus
 from .node import Node
+from .storage.requests import StorageStatus
 
 __all__ = ["SessionFigures", "counters", "session_figures", "storage_figures"]
 

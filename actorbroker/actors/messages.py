@@ -55,7 +55,7 @@ from actorbroker.messages import ReadCredit
 from actorbroker.session import AppMessage
 from actorbroker.session.suboptions import Match, SubOptions
 
-from .grants import Grant
+from .topics.grants import Grant
 
 __all__ = [
     "AddSubscriptions",
@@ -89,7 +89,7 @@ class Attach:
     """Attach connection ``conn`` (its CONNECT accepted as ``client_id``) to the session.
 
     ``port`` is the connection's session port (see
-    :class:`~actorbroker.actors.gateway.ConnectionPort`): a session that is
+    :class:`~actorbroker.actors.connect.gateway.ConnectionPort`): a session that is
     retiring hands the Attach back to the gateway, which re-points the port.
     """
 
@@ -100,7 +100,7 @@ class Attach:
     port: Any
     #: MQTT 5 enhanced authentication: the last Authentication Data, for the CONNACK.
     auth_data: bytes | None = None
-    #: The gateway's claim of the client id for its user (actors/owners.py); 0: none.
+    #: The gateway's claim of the client id for its user (actors/connect/owners.py); 0: none.
     claim: int = 0
     #: The session's owner when a ``takeover_users`` user connects to another's session.
     owner: str | None = None
@@ -313,7 +313,7 @@ class SessionEnded:
 class SubscribersChanged:
     """Changes to a topic actor's subscribers: ``(client_id, filter, grant or None)``.
 
-    A :class:`~.grants.Grant` adds or replaces the client's subscription
+    A :class:`~.topics.grants.Grant` adds or replaces the client's subscription
     through that filter (its MQTT 5 options, if any, in it); None removes it. The filter of an MQTT 5 shared subscription is a
     :class:`~actorbroker.routing.SharedFilter`, not a string (an MQTT 3
     client's ``$share/...`` is a plain filter).
@@ -336,7 +336,7 @@ class TopicIdle:
 class TopicStarted:
     """The Topics supervisor answered a start the registry asked for (``reply``: ref or error).
 
-    ``port`` is the :class:`~.topic_table.TopicPort` that stood for the actor meanwhile.
+    ``port`` is the :class:`~.topics.topic_table.TopicPort` that stood for the actor meanwhile.
     """
 
     port: Any

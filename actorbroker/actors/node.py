@@ -33,9 +33,9 @@ from actorbroker.session.capabilities import Mqtt5Policy
 
 from actorbroker.session.backoff import BackoffPolicy
 
+from .connect.owners import Owners
 from .durability import DurabilitySettings
 from .names import Names
-from .owners import Owners
 
 __all__ = ["Node", "NodeSettings", "Refs", "StatsSource"]
 
@@ -184,7 +184,7 @@ class Node:
 
     settings: NodeSettings = field(default_factory=NodeSettings)
     names: Names = field(default_factory=Names)
-    #: Which user each session belongs to (actors/owners.py).
+    #: Which user each session belongs to (actors/connect/owners.py).
     owners: Owners = field(default_factory=Owners)
     metrics: BrokerMetrics = field(default_factory=BrokerMetrics)
     stats: StatsSource = field(default_factory=_NoStats)
@@ -194,7 +194,7 @@ class Node:
     durability: DurabilitySettings | None = None
     #: Backoff of in-session resends to MQTT 3.x clients ([retry]); None: off.
     retransmit: BackoffPolicy | None = None
-    #: Client ids whose hibernated session a CONNECT is waking (actors/keeper.py).
+    #: Client ids whose hibernated session a CONNECT is waking (actors/storage/keeper.py).
     woken: set[str] = field(default_factory=set)
     started_at: float = field(default_factory=time.monotonic)
     _epochs: Iterator[int] = field(default_factory=lambda: itertools.count(1))

@@ -40,7 +40,7 @@ from actorbroker.routing import matches, parse_shared
 from actorbroker.session import AppMessage, Effect, SessionState
 from actorbroker.session.queue import OutboundQueue
 
-from .durable_messages import Fetch, Fetched, SessionLoad
+from .storage.requests import Fetch, Fetched, SessionLoad
 
 __all__ = ["ResumedQueue"]
 

@@ -67,8 +67,10 @@ from actorbroker.session import (
 from supervisors import LoopActor, tell_if_alive
 
 from .admin import DiscardSession
-from .auth import Reauthentication
 from .backpressure import HoldExpired, PublisherHolds
+from .connect.enhanced_auth import Reauthentication
+from .durability import RetryJournal
+from .faults import CrashForTest, crash_for_test
 from .messages import (
     AddSubscriptions,
     Attach,
@@ -84,9 +86,6 @@ from .messages import (
     SubscriptionsRemoved,
     Timer,
 )
-from .durable_messages import Durable, Fetched, NotDurable
-from .durability import RetryJournal
-from .faults import CrashForTest, crash_for_test
 from .node import Node
 from .publish_route import PublishRouter
 from .session5 import Mqtt5Session
@@ -94,6 +93,7 @@ from .session_conn import ConnectionLifecycle, about, peer
 from .session_durable import DurableSession
 from .session_output import SessionOutput
 from .session_retry import Retransmit, Retransmitting
+from .storage.requests import Durable, Fetched, NotDurable
 
 __all__ = ["SessionActor"]
 

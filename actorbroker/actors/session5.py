@@ -11,7 +11,7 @@ effects only:
 * ``HandBackShared``: owed by each group again in the commit log
   (``SharedPending``), then the registry redelivers (``RedeliverShared``);
 * ``SetKeepAlive``: apply the Server Keep Alive to the connection;
-* ``Reauthenticate``: run the AUTH through :class:`~.auth.Reauthentication`.
+* ``Reauthenticate``: run the AUTH through :class:`~.connect.enhanced_auth.Reauthentication`.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from actorbroker.codec import Auth, Packet
 from actorbroker.session import AppMessage, Effect, SessionCore
 from actorbroker.session.effects import HandBackShared, Reauthenticate, SetKeepAlive
 
-from .auth import Reauthentication
+from .connect.enhanced_auth import Reauthentication
 from .messages import DeliverMatched, DeliverShared, RedeliverShared
 from .node import Node
-from .shared import journal_handed_back
+from .topics.shared_groups import journal_handed_back
 
 __all__ = ["Mqtt5Session"]
 
@@ -89,7 +89,7 @@ class Mqtt5Session:
         """Give ``messages`` back to shared subscription ``group``: owed by the group again in
         the commit log (out of this session's queue there), unless ``journaled`` (the
         records of a ``HandBackShared`` went with the session's own, effect_records.py),
-        then the registry picks another member (see actors/shared.py)."""
+        then the registry picks another member (see actors/topics/shared_groups.py)."""
         durability = self._durability
         if durability is not None and not journaled:
             journal_handed_back(self._node.refs.storage, group, self.client_id, messages,

@@ -79,7 +79,7 @@ class ConnectionLifecycle:
     _node: Any
     _names: Any
     _metrics: Any
-    #: The gateway's claim of the client id for the attached user (actors/owners.py), and
+    #: The gateway's claim of the client id for the attached user (actors/connect/owners.py), and
     #: that user: the session gives its owner up with this claim when it ends.
     _claim: int = 0
     _user: str | None = None

@@ -28,10 +28,10 @@ from actorbroker.session import EXPIRY_TIMER, AppMessage, Delivery, Effect, Sess
 from supervisors import send_after, tell_if_alive
 
 from .durability import SessionDurability
-from .durable_messages import Hibernated, LoadSession, SessionLoad
-from .keeper import Sleeping
 from .messages import SessionEnded
 from .node import Node
+from .storage.keeper import Sleeping
+from .storage.requests import Hibernated, LoadSession, SessionLoad
 
 __all__ = ["DurableSession"]
 
@@ -143,11 +143,11 @@ class DurableSession:
     def may_hibernate(self) -> bool:
         """No timer of the core pending but the expiry one (e.g. a delayed Will), so the actor
         can go. (A shared group's messages for a hibernated member go into its queue in the
-        log: ``SharedRouted``, actors/shared.py.)"""
+        log: ``SharedRouted``, actors/topics/shared_groups.py.)"""
         return not self._retired and all(name == EXPIRY_TIMER for name in self._timers)
 
     def hibernate(self) -> None:
-        """Hand the name to a placeholder (see actors/keeper.py), tell the keeper, stop."""
+        """Hand the name to a placeholder (see actors/storage/keeper.py), tell the keeper, stop."""
         sleeping: Any = Sleeping(self.client_id, self._node)
         self._node.names.register_session(self.client_id, sleeping)
         log.debug("client %s: offline session hibernated", shown(self.client_id))

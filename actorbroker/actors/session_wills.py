@@ -2,7 +2,7 @@
 
 One :class:`SessionWills` per :class:`~.durability.SessionDurability`. The
 log must always tell whether a Will is still to be sent, because a broker
-that restarts after a crash publishes the ones that are (actors/keeper.py):
+that restarts after a crash publishes the ones that are (actors/storage/keeper.py):
 
 * ``WillSet`` when a CONNECT brings a Will (every session; for a clean
   session without waiting, so a crash in the group commit's few ms after

@@ -10,7 +10,7 @@
 * :mod:`.restate`: a checkpoint, the state restated as records;
 * :mod:`.snapshot`: HMAC-signed dill snapshots of the state.
 
-No I/O but the snapshot files; the storage actor (actors/storage.py) owns
+No I/O but the snapshot files; the storage actor (actors/storage/actor.py) owns
 the commit log and runs these. How it fits together: docs/storage.md,
 "Durable sessions".
 """

@@ -3,7 +3,7 @@
 Every rule that decides a CONNECT's CONNACK, in the order they are checked:
 the first one a CONNECT breaks refuses it, with the code of its row. Rows 1
 to 5 are pure and run in :func:`decide`; rows 6 to 11 need the node's state
-and run in ``actors.login.Login``; row 12 (:func:`auth_method_served`) and
+and run in ``actors.connect.login.Login``; row 12 (:func:`auth_method_served`) and
 the rest come after the login. Every refusing CONNACK, wherever its rule
 is checked, is built by :func:`refuse` here.
 
@@ -20,19 +20,19 @@ is checked, is built by :func:`refuse` here.
                                                                  (:func:`keepalive_limit`)
 6  address failed too often (throttle)    0x04 *   0x86 *        ``Login.throttle`` (per address)
 7  user name and password                 0x04 *   0x86 *        the user file, checked off the loop
-                                                                 (``actors.password_checks``)
+                                                                 (``actors.connect.password_checks``)
 8  anonymous client                       0x05     0x87          ``[auth] allow_anonymous``
 9  user name as client id, none given     0x05     0x87          ``[auth]`` use_username_as_clientid
 10 client id pattern                      0x05     0x87          ``[auth] client_id_patterns``
 -  Will topic the ACL refuses             accepted, its Will     ``[auth] acl_file``
                                           dropped
-11 session owned by another user          0x05     0x87          ``actors.owners.Owners``
+11 session owned by another user          0x05     0x87          ``actors.connect.owners.Owners``
 12 Authentication Method not served       -        0x8C          ``[auth]``'s methods
                                                                  (:func:`auth_method_served`)
-13 enhanced authentication fails          -        0x87, 0x82    ``actors.auth.AuthPort``
-14 session owned by another user (after   -        0x87          ``actors.owners.Owners``
+13 enhanced authentication fails          -        0x87, 0x82    ``actors.connect.enhanced_auth.AuthPort``
+14 session owned by another user (after   -        0x87          ``actors.connect.owners.Owners``
    the exchange)
-15 the session actor could not start      0x03     0x88          ``actors.gateway`` (the start)
+15 the session actor could not start      0x03     0x88          ``actors.connect.gateway`` (the start)
 == ====================================== ======== ============= ===================================
 
 ``*``: sent after ``[auth] login_failure_delay`` (:attr:`Refused.delay`).

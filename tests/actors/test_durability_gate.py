@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from actorbroker.actors.durability import DurabilitySettings, SessionDurability
-from actorbroker.actors.durable_messages import Append, Durable, NotDurable
+from actorbroker.actors.storage.requests import Append, Durable, NotDurable
 from actorbroker.codec import (Connect, Packet, Properties, PubAck, PubRec, Publish, ReasonCode,
                                Subscribe, Subscription)
 from actorbroker.metrics import BrokerMetrics

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from actorbroker.actors.topic_table import HotTopics
+from actorbroker.actors.topics.topic_table import HotTopics
 
 AFTER = HotTopics.HOT_AFTER
 

@@ -1,11 +1,11 @@
-"""Shared subscriptions' bookkeeping (actors/shared.py): pure classes, no loop needed."""
+"""Shared subscriptions' bookkeeping (actors/topics/shared_groups.py): pure classes, no loop needed."""
 
 from __future__ import annotations
 
 import random
 
-from actorbroker.actors.grants import NO_GRANT, Grant
-from actorbroker.actors.shared import (
+from actorbroker.actors.topics.grants import NO_GRANT, Grant
+from actorbroker.actors.topics.shared_groups import (
     Reachable,
     SharedIndex,
     SharedSlots,
@@ -117,7 +117,7 @@ class _Storage:
 
 
 def test_reachable_members() -> None:
-    from actorbroker.actors.keeper import Sleeping
+    from actorbroker.actors.storage.keeper import Sleeping
     sessions = {"live": _Ref(True), "dead": _Ref(False), "asleep": Sleeping("asleep", None)}
     with_log = Reachable(sessions, _Storage())
     assert {"live", "asleep"} == set(with_log)
@@ -126,7 +126,7 @@ def test_reachable_members() -> None:
 
 
 def test_journal_routed_writes_shared_routed_records() -> None:
-    from actorbroker.actors.durable_messages import Append
+    from actorbroker.actors.storage.requests import Append
     from actorbroker.persistence.records import SharedRouted
     from actorbroker.session.suboptions import SubOptions
     storage = _Storage()

@@ -1,4 +1,4 @@
-"""The registry's redelivery of what a shared-group member hands back (actors/registry.py).
+"""The registry's redelivery of what a shared-group member hands back (actors/topics/registry.py).
 
 A member that leaves hands back what it has not taken; when no other member
 can take it right then (their sessions are between actors, or the broker is

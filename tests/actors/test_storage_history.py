@@ -1,9 +1,9 @@
-"""The storage actor's deferred history (actors/storage_history.py), without the actor."""
+"""The storage actor's deferred history (actors/storage/history.py), without the actor."""
 
 from __future__ import annotations
 
-from actorbroker.actors.durable_messages import Append
-from actorbroker.actors.storage_history import History
+from actorbroker.actors.storage.requests import Append
+from actorbroker.actors.storage.history import History
 from actorbroker.persistence.records import SessionConnected, Subscribed
 
 

@@ -8,8 +8,8 @@ import pytest
 from pykka import ActorDeadError
 
 from actorbroker.actors.messages import Deliver, DeliverMatched
-from actorbroker.actors.grants import Grant
-from actorbroker.actors.subscribers import TopicSubscribers, _copy, deliver_once
+from actorbroker.actors.topics.grants import Grant
+from actorbroker.actors.topics.subscribers import TopicSubscribers, _copy, deliver_once
 from actorbroker.messages import ReadCredit
 from actorbroker.metrics import BrokerMetrics
 from actorbroker.session import AppMessage

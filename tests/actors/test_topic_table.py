@@ -7,7 +7,7 @@ from typing import Any
 
 from actors_testkit import Harness, eventually
 
-from actorbroker.actors.topic_table import HotTopics, TopicPort
+from actorbroker.actors.topics.topic_table import HotTopics, TopicPort
 from actorbroker.codec import Publish, SubAck, Subscribe, Subscription
 
 Run = Callable[..., Any]

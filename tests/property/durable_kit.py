@@ -11,7 +11,7 @@ with the same pure code:
   offsets (early ``Durable(synced=False)`` as mode fsync does), :meth:`sync`
   folds them into a real :class:`~actorbroker.durable.DurableState` and
   answers ``Durable``; ``Fetch`` and ``LoadSession`` are answered by the
-  real ``storage_reads`` functions; :meth:`restart` is recovery (a fresh
+  real ``storage.reads`` functions; :meth:`restart` is recovery (a fresh
   fold of what survived, then the real ``restart_records``).
 * :class:`MemoryRegistry` grants subscriptions at once and answers
   ``SessionStarted`` as the registry does (latest epoch's subscriptions).
@@ -28,15 +28,15 @@ from typing import Any
 
 import supervisors
 from actorbroker.actors.durability import DurabilitySettings
-from actorbroker.actors.durable_messages import (Append, Durable, Fetch, Fetched, LoadRouting,
+from actorbroker.actors.storage.requests import (Append, Durable, Fetch, Fetched, LoadRouting,
                                                  LoadSession)
 from actorbroker.actors.messages import (AddSubscriptions, RemoveSubscriptions, SessionEnded,
                                          SessionStarted, SessionSubscriptions, SubscriptionsAdded,
                                          SubscriptionsRemoved)
 from actorbroker.actors.node import Node, NodeSettings, Refs
 from actorbroker.actors.session import SessionActor
-from actorbroker.actors.storage_reads import load_routing, load_session, message_at
-from actorbroker.actors.storage_recovery import restart_records
+from actorbroker.actors.storage.reads import load_routing, load_session, message_at
+from actorbroker.actors.storage.recovery import restart_records
 from actorbroker.codec import Packet, Subscription
 from actorbroker.durable import DurableState, restate
 from actorbroker.persistence.records import CheckpointCompleted, Record
@@ -81,7 +81,7 @@ class MemoryLog:
         for offset in range(start, synced):
             self.state.apply(offset, self.records[offset], offset + 1)
 
-    # -- CommitLog, as storage_reads.message_at reads it ------------------------------
+    # -- CommitLog, as storage.reads.message_at reads it ------------------------------
 
     def read_at(self, offset: int) -> Record:
         if not 0 <= offset < len(self.records):

@@ -39,9 +39,9 @@ from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context, event as record_event
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from actorbroker.actors.durable_messages import Append, Durable
+from actorbroker.actors.storage.requests import Append, Durable
 from actorbroker.actors.held import with_offset
-from actorbroker.actors.keeper import Sleeping
+from actorbroker.actors.storage.keeper import Sleeping
 from actorbroker.actors.messages import Attach, Deliver
 from actorbroker.codec import (ConnAck, Connect, Disconnect, Packet, Properties, PubAck, PubComp,
                                PubRec, PubRel, Publish, SubAck, Subscribe, Subscription)

@@ -8,7 +8,7 @@ import pytest
 from mqtt5_testkit import Client5
 from mqtt_testkit import Client
 
-from actorbroker.actors.keeper import Sleeping
+from actorbroker.actors.storage.keeper import Sleeping
 from actorbroker.app import RunningBroker
 from actorbroker.codec import ReasonCode
 from actorbroker.config import Config

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from actorbroker.actors import NodeSettings
-from actorbroker.actors.durable_messages import StorageStatus
+from actorbroker.actors.storage.requests import StorageStatus
 from actorbroker.app import Broker, RunningBroker
 from actorbroker.codec import ConnAck, Connect, Properties
 from actorbroker.config import Config, ListenerConfig, NodeConfig, RetryConfig, StorageConfig

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from durability_kit import connect5, durable_config, raw, running, status
 
-from actorbroker.actors.keeper import Sleeping
+from actorbroker.actors.storage.keeper import Sleeping
 from actorbroker.codec import (
     PubAck,
     PubComp,

@@ -20,7 +20,7 @@ import pytest
 from crash_broker import BrokerProcess, free_port
 from durability_kit import RawClient, connect5, durable_config, raw, running, status
 
-from actorbroker.actors.durable_messages import LoadSession
+from actorbroker.actors.storage.requests import LoadSession
 from actorbroker.codec import PubAck, Publish, SubAck, Subscribe, Subscription, Unsubscribe
 from actorbroker.durable.snapshot import SNAPSHOT_NAME
 

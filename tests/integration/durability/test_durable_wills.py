@@ -18,7 +18,7 @@ from typing import Any
 from durability_kit import durable_config, raw, running
 
 from actorbroker.actors.faults import CrashForTest
-from actorbroker.actors.keeper import Sleeping
+from actorbroker.actors.storage.keeper import Sleeping
 from actorbroker.codec import Connect, Properties, PubAck, Publish, Subscribe, Subscription, Will
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from durability_kit import durable_config, running
 
-from actorbroker.actors.durable_messages import Append, Durable, Fetch, Fetched
+from actorbroker.actors.storage.requests import Append, Durable, Fetch, Fetched
 from actorbroker.persistence.reader import LogReader
 from actorbroker.persistence.records import Subscribed
 

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from durability_kit import RawClient, durable_config, raw, running
 
-from actorbroker.actors.durable_messages import LoadSession
+from actorbroker.actors.storage.requests import LoadSession
 from actorbroker.codec import PubAck, Publish, SubAck, Subscribe, Subscription
 from actorbroker.persistence.reader import LogReader
 from actorbroker.persistence.records import PublishAccepted, Subscribed

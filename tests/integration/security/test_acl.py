@@ -12,7 +12,7 @@ from mqtt_testkit import Client, RawClient
 from security_kit import login, publishes_until, write_users
 
 from actorbroker import testing
-from actorbroker.actors.durable_messages import StorageStatus
+from actorbroker.actors.storage.requests import StorageStatus
 from actorbroker.app import RunningBroker
 from actorbroker.codec import (
     PubAck,

@@ -13,7 +13,7 @@ import pytest
 from mqtt_testkit import broker_config
 from security_kit import login, write_users
 
-from actorbroker.actors.durable_messages import StorageStatus
+from actorbroker.actors.storage.requests import StorageStatus
 from actorbroker.app import Broker, RunningBroker
 from actorbroker.codec import (Connect, Disconnect, PubAck, Publish, ReasonCode, SubAck, Subscribe,
                                Subscription, encode)

@@ -2,7 +2,7 @@
 
 Real log files are written (sessions, a retained message, queued messages,
 checkpoints restated from the fold as the broker does), a range of them is
-zeroed, and :func:`actorbroker.actors.storage_recovery.recover` folds what
+zeroed, and :func:`actorbroker.actors.storage.recovery.recover` folds what
 is left. The rule (docs/storage.md, "Recovery"): a session or retained
 message comes back when a record that restates or creates it survives; a
 session whose every such record was in the damaged range is lost, even if
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from actorbroker.actors.storage_recovery import StorageSettings, recover
+from actorbroker.actors.storage.recovery import StorageSettings, recover
 from actorbroker.durable import NEVER, DurableState, restate
 from actorbroker.persistence import CommitLog
 from actorbroker.persistence.records import (

@@ -5,7 +5,7 @@ loop never does. It starts first in the core supervisor: ``on_start``
 opens the log (recovery: a torn tail truncated, a damaged segment
 quarantined; the broker always starts), folds it into a
 :class:`~actorbroker.durable.DurableState` from the latest checkpoint or a
-signed snapshot (:mod:`.storage_recovery`), and marks sessions that were
+signed snapshot (:mod:`.recovery`), and marks sessions that were
 connected at the crash as disconnected (their Wills become due: the
 keeper asks for them, ``LoadWills``, and publishes them) and hands what
 shared groups still owe to their durable members (``restart_records``). The registry, the
@@ -16,7 +16,7 @@ tell. The actor takes every ``Append`` already waiting in its inbox and
 appends them all; once they are synced it folds their records into its
 state and tells each sender ``Durable(token, offsets)``, and the session
 releases the PUBACK/PUBREC, SUBACK, PUBREL... it held. Mode fsync syncs on a
-thread of its own while the actor writes on (:mod:`.storage_sync`, which
+thread of its own while the actor writes on (:mod:`.sync`, which
 also says when it lingers ``group_commit_interval``); messages that read
 the state (``LoadSession``...) first wait for the folding of everything
 written. Mode os syncs here, after a linger when appends were waiting.
@@ -28,17 +28,17 @@ PUBACKs wait for the final answer. Safe for QoS 1: a crash before the sync
 leaves the publisher without PUBACK, so it resends, and what a subscriber's
 session writes about the message lands after its ``PublishAccepted`` in this
 append-only log. A failed fdatasync after an early answer fences the
-offsets off (:mod:`.storage_lost`).
+offsets off (:mod:`.lost`).
 
 **Failures.** A failed write or fsync (``DiskFullError``, 0x97;
 ``StorageIOError``, 0x80) is answered ``NotDurable`` to every sender the log
 rolled back; later batches are refused until a probe succeeds
-(:class:`~.storage_lost.Outage`).
+(:class:`~.lost.Outage`).
 
 **History first come, last served.** Appends nobody waits for that are
 history of one client (a clean session's ``Subscribed``) are deferred and
-written :data:`~.storage_history.DRAIN_RECORDS` records at a time when the
-inbox has no other appends before them (:mod:`.storage_history`, which says
+written :data:`~.history.DRAIN_RECORDS` records at a time when the
+inbox has no other appends before them (:mod:`.history`, which says
 what order is kept): a subscription storm's records no longer delay every
 publisher's PUBACK.
 
@@ -61,7 +61,14 @@ from actorbroker.persistence.records import Record, WillSet
 from actorbroker.persistence.syncjob import SyncJob
 from supervisors import ThreadActor
 
-from .durable_messages import (
+from ..node import Node
+from .history import History
+from .lost import LostOffsets, Outage
+from .reads import load_offline, load_routing, load_session, load_wills, message_at
+from .reads import status_figures
+from .reads import tell as _tell
+from .recovery import Housekeeper, StorageSettings, recover, restart_records
+from .requests import (
     Append,
     Durable,
     Fetch,
@@ -75,14 +82,7 @@ from .durable_messages import (
     StorageStatus,
     Tick,
 )
-from .node import Node
-from .storage_lost import LostOffsets, Outage
-from .storage_reads import load_offline, load_routing, load_session, load_wills, message_at
-from .storage_reads import status_figures
-from .storage_reads import tell as _tell
-from .storage_history import History
-from .storage_recovery import Housekeeper, StorageSettings, recover, restart_records
-from .storage_sync import SyncDone, SyncDue, SyncPipeline
+from .sync import SyncDone, SyncDue, SyncPipeline
 
 __all__ = ["StorageActor", "StorageSettings"]
 

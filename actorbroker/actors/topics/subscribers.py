@@ -14,7 +14,7 @@ A topic actor keeps one for its lifetime and updates it on
 one without a topic actor (see :mod:`.registry`), with
 :func:`deliver_once`, which applies the same rule (``_copy``) to the trie's
 matches without keeping a table. Shared subscriptions are not here (see
-:mod:`.shared`).
+:mod:`.shared_groups`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from actorbroker.session import AppMessage
 from actorbroker.session.suboptions import Match
 from supervisors import tell_if_alive
 
+from ..messages import Deliver, DeliverMatched
 from .grants import Grant
-from .messages import Deliver, DeliverMatched
 
 __all__ = ["TopicSubscribers", "deliver_once"]
 

@@ -14,7 +14,7 @@ refusal is a ``session.Refused`` built by ``session.refuse``. In order:
    password) *after* ``[auth] login_failure_delay`` (``Refused.delay``:
    the gateway schedules the CONNACK, the loop goes on) and logged with the
    user name and address, never the password. An MQTT 5 CONNECT naming an
-   Authentication Method skips this: its exchange decides (``actors.auth``).
+   Authentication Method skips this: its exchange decides (``actors.connect.enhanced_auth``).
 2. **Anonymous** (row 8): a client that did not authenticate is refused with 0x05
    (MQTT 5: 0x87) unless ``allow_anonymous``.
 3. ``use_username_as_clientid`` (row 9): the client id becomes the user name (0x05
@@ -40,7 +40,7 @@ from actorbroker.auth import LoginThrottle
 from actorbroker.codec import Connect, ConnectReturnCode
 from actorbroker.session import Refused, is_sys, refuse
 
-from .node import NodeSettings
+from ..node import NodeSettings
 from .owners import Owners
 
 __all__ = ["Admitted", "Login"]

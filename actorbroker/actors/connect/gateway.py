@@ -15,7 +15,7 @@ of ``session/connect.py``:
    off the loop (``password_checks``): the gateway returns the connection's
    port at once, holding, and goes on when the answer is back;
 3. an MQTT 5 CONNECT naming an Authentication Method the node serves runs
-   its exchange in an :class:`~.auth.AuthPort` first and is dispatched only
+   its exchange in an :class:`~.enhanced_auth.AuthPort` first and is dispatched only
    once it succeeded (:meth:`SessionGateway.authenticated`);
 4. otherwise it finds the session actor of the client id in the name table,
    or starts one under the Sessions sharded supervisor (sharded by client
@@ -61,13 +61,13 @@ from actorbroker.messages import Inbound
 from actorbroker.session import Accepted, Refused, auth_method_served, decide, refuse
 from supervisors import ChildSpec, LoopFuture, Restart, start_sharded_child
 
-from .auth import AuthPort
-from .keeper import Sleeping
+from ..messages import Attach
+from ..node import Node
+from ..session import SessionActor
+from ..storage.keeper import Sleeping
+from .enhanced_auth import AuthPort
 from .login import Admitted, Login
-from .messages import Attach
-from .node import Node
 from .password_checks import PasswordChecks
-from .session import SessionActor
 
 __all__ = ["ConnectionPort", "SessionGateway"]
 

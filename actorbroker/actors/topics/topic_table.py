@@ -11,7 +11,7 @@ starts it within one handler and replies with the ref at once) and puts a
 :class:`TopicPort` in the table meanwhile: whatever the registry tells the
 topic in the meantime (``PublishBatch``, ``SubscribersChanged``) is held by
 the port, in order. The reply comes back to the registry as
-:class:`~.messages.TopicStarted`; ``started`` then tells the held messages
+:class:`~actorbroker.actors.messages.TopicStarted`; ``started`` then tells the held messages
 to the new actor, and only after that puts its ref in the table and its
 name in the name table, so a session that finds the name tells the actor
 behind everything the registry forwarded. Until then sessions route the
@@ -42,8 +42,8 @@ from supervisors import (
     tell_if_alive,
 )
 
-from .messages import PublishBatch, StopTopic, TopicStarted
-from .node import Node
+from ..messages import PublishBatch, StopTopic, TopicStarted
+from ..node import Node
 
 __all__ = ["HotTopics", "TopicPort", "TopicTable"]
 

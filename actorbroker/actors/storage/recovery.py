@@ -13,7 +13,7 @@ from the best starting point:
    (``data_dir/checkpoint`` names its offset; without that file, or when
    the log lost records after it began, the log is scanned for one), or
    what survives of the latest one if they all lost some
-   (:mod:`.storage_damage`);
+   (:mod:`.damage`);
 3. else the whole log.
 
 The log's recovery keeps every intact record and turns damaged ranges into
@@ -61,7 +61,7 @@ from actorbroker.persistence.records import (
 )
 from actorbroker.session.backoff import BackoffPolicy
 
-from .storage_damage import choose_checkpoint, forget_lost, holds
+from .damage import choose_checkpoint, forget_lost, holds
 
 __all__ = ["STATE_VERSION", "Housekeeper", "StorageSettings", "entries", "internal_backoff",
            "recover"]
@@ -258,7 +258,7 @@ class Housekeeper:
         return None
 
     def _checkpoint_start(self, current: CommitLog) -> tuple[int, int | None] | None:
-        """Where to fold from (storage_damage.choose_checkpoint); the checkpoint file saves
+        """Where to fold from (damage.choose_checkpoint); the checkpoint file saves
         the scan when nothing after the checkpoint's start was lost."""
         path = self.settings.data_dir / _CHECKPOINT_FILE
         try:

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from supervisors import Down, tell_if_alive
 
-from .messages import (AddSubscriptions, RouteBatchViaRegistry, RouteViaRegistry,
+from ..messages import (AddSubscriptions, RouteBatchViaRegistry, RouteViaRegistry,
                        SubscriptionsRemoved, TopicIdle, TopicStarted)
 
 __all__ = ["SLICE", "Continue", "RegistryBacklog", "RemoveWork", "SlicedSubscriptions",

@@ -1,6 +1,6 @@
 """Actors layer: folding a commit log that lost records (damaged ranges, missing segments). Stdlib, persistence, durable.
 
-Runs on the storage actor's thread only, at start-up (:mod:`.storage_recovery`).
+Runs on the storage actor's thread only, at start-up (:mod:`.recovery`).
 
 The log's own recovery keeps every intact frame and turns what it lost into
 gaps between segments (docs/storage.md, "Recovery"). What is left here is

@@ -27,10 +27,10 @@ from supervisors import ChildSpec
 from actorbroker.session.backoff import BackoffPolicy
 
 from .durability import DurabilitySettings
-from .keeper import KeeperActor
 from .node import Node
-from .storage import StorageActor, StorageSettings
-from .storage_recovery import internal_backoff
+from .storage.actor import StorageActor, StorageSettings
+from .storage.keeper import KeeperActor
+from .storage.recovery import internal_backoff
 
 __all__ = ["durable_children"]
 

@@ -1,7 +1,7 @@
 """Actors layer: what the storage actor answers when asked to read: messages by offset, a session to resume, the routing table, its status. Stdlib, pykka, persistence, durable, session.
 
 Functions of the open log and the folded state, run on the storage actor's
-thread (:mod:`.storage`), after it has folded every record it wrote.
+thread (:mod:`.actor`), after it has folded every record it wrote.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from actorbroker.persistence import CommitLog
 from actorbroker.persistence.records import WillSet
 from actorbroker.session import AppMessage
 
-from .durable_messages import OfflineSession, PendingWill, RestoredFlight, RoutingLoad, SessionLoad
+from .requests import OfflineSession, PendingWill, RestoredFlight, RoutingLoad, SessionLoad
 
 __all__ = ["load_offline", "load_routing", "load_session", "load_wills", "message_at",
            "status_figures", "tell"]

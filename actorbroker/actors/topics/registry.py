@@ -5,7 +5,7 @@ unsubscribing are ordered; it owns:
 
 * the filter trie (:class:`~actorbroker.routing.FilterTrie`): filter ->
   ``{client id: Grant}`` (granted QoS, epoch, MQTT 5 options: see
-  :mod:`.grants`), and the same per client (epochs: see :mod:`.messages`);
+  :mod:`.grants`), and the same per client (epochs: see :mod:`~actorbroker.actors.messages`);
 * the retained index (:class:`~actorbroker.routing.RetainedIndex`), the
   authoritative copy: it survives any topic actor;
 * the live topic actors (:class:`~.topic_table.TopicTable`: topic -> ref,
@@ -36,15 +36,15 @@ the registry starts its actor (without waiting for it: see
 :mod:`.topic_table`), and the actor stops after ``topic_idle`` seconds
 without a publish. Order per topic holds across the switch: a publisher's
 batches go through the registry until its actor is named (see
-:mod:`.publish_route`).
+:mod:`~actorbroker.actors.publish_route`).
 
 MQTT 5: grants of subscriptions with options carry them
 (``Grant.options``); shared subscriptions (``$share/{group}/{filter}`` of an MQTT
-5 client) live in a :class:`~.shared.SharedIndex`, reach topic actors as
+5 client) live in a :class:`~.shared_groups.SharedIndex`, reach topic actors as
 ``SubscribersChanged`` entries whose filter is a ``SharedFilter``, get no
 retained messages ([MQTT-3.3.1-9]: only new non-shared subscriptions do),
 and ``RedeliverShared`` gives what a leaving member hands back to another
-member (see :mod:`.shared`).
+member (see :mod:`.shared_groups`).
 
 A topic actor that dies is forgotten (Down); its topic's next publishes are
 routed as a cold topic's or start a new actor: a crash costs at most the
@@ -68,7 +68,7 @@ from actorbroker.session import AppMessage
 from actorbroker.session.suboptions import SubOptions
 from supervisors import Down, LoopActor, is_abnormal, tell_if_alive
 
-from .messages import (
+from ..messages import (
     AddSubscriptions,
     DeliverShared,
     PublishBatch,
@@ -87,13 +87,13 @@ from .messages import (
     TopicIdle,
     TopicStarted,
 )
+from ..node import Node
+from ..storage.keeper import Sleeping
 from .grants import NO_GRANT, Grant
-from .node import Node
-from .registry_backlog import (SLICE, Continue, RegistryBacklog, RemoveWork, SlicedSubscriptions,
+from .registry_journal import DurableRegistry
+from .registry_slices import (SLICE, Continue, RegistryBacklog, RemoveWork, SlicedSubscriptions,
                                SubscribeWork)
-from .registry_durable import DurableRegistry
-from .keeper import Sleeping
-from .shared import Reachable, SharedIndex, hash_key, journal_handed_back, journal_routed, pick
+from .shared_groups import Reachable, SharedIndex, hash_key, journal_handed_back, journal_routed, pick
 from .subscribers import deliver_once
 from .topic import TopicActor
 from .topic_table import HotTopics, TopicTable
@@ -121,10 +121,10 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
         #: Group -> messages handed back that no member could take yet (see _redeliver_one).
         self._owed: dict[str, list[AppMessage]] = {}
         self._hot = HotTopics(node.settings.topic_hot_window)
-        self._backlog = RegistryBacklog()  # subscription work in slices (registry_backlog.py)
+        self._backlog = RegistryBacklog()  # subscription work in slices (registry_slices.py)
 
     async def on_start(self) -> None:  # type: ignore[override]
-        await self._load_durable()  # registry_durable.py: what the commit log holds
+        await self._load_durable()  # registry_journal.py: what the commit log holds
 
     # -- views (for tests, $SYS and the admin API; loop thread) ---------------
 
@@ -312,7 +312,7 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
     # -- shared subscriptions ----------------------------------------------------
 
     def _redeliver(self, request: RedeliverShared) -> None:
-        """Give what a leaving member handed back to another member (see :mod:`.shared`)."""
+        """Give what a leaving member handed back to another member (see :mod:`.shared_groups`)."""
         for message in request.messages:
             self._redeliver_one(request.group, request.client_id, message)
 
@@ -406,7 +406,7 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
             deliver_once(subscribers, messages, node.names.sessions, node.metrics, topic, credit)
 
     def _retain(self, message: AppMessage) -> None:
-        self._journal_retained(message)  # registry_durable.py: QoS 0 changes
+        self._journal_retained(message)  # registry_journal.py: QoS 0 changes
         topic, index = message.topic, self._retained
         held = topic in index
         if not message.payload:

@@ -15,7 +15,7 @@ named by the whole string; its members are client ids with a grant each
   or a hash of the publisher's client id) among the **online** members
   (the name table's ``online`` set); if none is online, among the members
   whose session can queue it (:class:`Reachable`): an offline session whose
-  actor runs queues it; a hibernated durable one (``keeper.py``) gets it in
+  actor runs queues it; a hibernated durable one (``actors/storage/keeper.py``) gets it in
   its queue in the commit log.
 * Durability: the router writes ``SharedRouted`` for each logged message
   before the chosen member hears of it (:func:`journal_routed`); a member
@@ -48,9 +48,9 @@ from actorbroker.routing import FilterTrie, SharedFilter, SharedGroup, SharedStr
 from actorbroker.session import AppMessage
 from supervisors import tell_if_alive
 
-from .durable_messages import Append
+from ..storage.keeper import Sleeping
+from ..storage.requests import Append
 from .grants import NO_GRANT, Grant
-from .keeper import Sleeping
 
 __all__ = ["Reachable", "SharedIndex", "SharedSlots", "hash_key", "is_shared",
            "journal_handed_back", "journal_routed", "pick"]

@@ -24,7 +24,7 @@ class Grant:
     """A client's subscription as routing needs it.
 
     ``epoch`` is the session's epoch when it subscribed (see
-    :mod:`.messages`): only the newest epoch's subscriptions of a client
+    :mod:`~actorbroker.actors.messages`): only the newest epoch's subscriptions of a client
     count. ``options`` are the MQTT 5 subscription options, None when the
     subscription has none (every MQTT 3 one, and most MQTT 5 ones).
     """

@@ -23,9 +23,9 @@ from actorbroker.durable.journal import blob_of
 from actorbroker.persistence.records import RetainedCleared, RetainedSet
 from actorbroker.session import AppMessage
 
-from .durable_messages import Append, LoadRouting, RoutingLoad
-from .messages import AddSubscriptions
-from .node import Node
+from ..messages import AddSubscriptions
+from ..node import Node
+from ..storage.requests import Append, LoadRouting, RoutingLoad
 
 __all__ = ["DurableRegistry"]
 

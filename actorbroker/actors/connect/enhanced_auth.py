@@ -32,7 +32,7 @@ from actorbroker.codec import Auth, Disconnect, Properties, ReasonCode
 from actorbroker.messages import ConnectionLost, Inbound
 from actorbroker.session import refuse
 
-from .messages import Attach
+from ..messages import Attach
 
 __all__ = ["AuthPort", "Reauthentication"]
 

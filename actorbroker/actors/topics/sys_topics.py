@@ -1,7 +1,7 @@
 """Actors layer: SysActor, the broker's statistics under ``$SYS/broker/``. Stdlib, supervisors, session.
 
 Every ``[sys] interval`` seconds (0: never) the actor reads the node's
-figures (:mod:`.figures`, which /metrics reads too; the storage actor's
+figures (:mod:`~actorbroker.actors.figures`, which /metrics reads too; the storage actor's
 are asked for) and publishes each value that changed
 as a retained QoS 0 message through the normal publish path (the registry),
 as Mosquitto does; a client subscribing to ``$SYS/#`` gets the latest values
@@ -37,9 +37,9 @@ from actorbroker import __version__
 from actorbroker.metrics import LoadAverage
 from supervisors import LoopActor, send_after, tell_if_alive
 
-from .figures import counters, session_figures, storage_figures
-from .messages import RouteViaRegistry, Timer
-from .node import Node
+from ..figures import counters, session_figures, storage_figures
+from ..messages import RouteViaRegistry, Timer
+from ..node import Node
 
 __all__ = ["SysActor", "sys_values"]
 
@@ -62,7 +62,7 @@ _LOADS = {
 def sys_values(node: Node, now: float, store: dict[str, Any] | None = None) -> dict[str, str]:
     """Every ``$SYS`` value but the load averages, by topic (``now``: time.monotonic()).
 
-    ``store``: the storage actor's figures (:func:`.figures.storage_figures`), if any.
+    ``store``: the storage actor's figures (:func:`~actorbroker.actors.figures.storage_figures`), if any.
     """
     figures = counters(node)
     sessions = session_figures(node)

@@ -16,9 +16,9 @@ from typing import Any
 
 from supervisors import tell_if_alive
 
-from .keeper import Sleeping
-from .messages import Reauthorize
-from .node import Node
+from ..messages import Reauthorize
+from ..node import Node
+from ..storage.keeper import Sleeping
 
 __all__ = ["reload_auth_files"]
 

@@ -13,7 +13,7 @@ MQTT 5: a client whose matching subscriptions carry options (No Local,
 Retain As Published, Subscription Identifiers) gets ``DeliverMatched`` with
 those subscriptions instead, and the session applies them per message
 (:mod:`actorbroker.session.suboptions`); shared subscriptions
-(:mod:`.shared`) get each message to one member of each group.
+(:mod:`.shared_groups`) get each message to one member of each group.
 
 Topic actors are for hot topics: the registry starts one when a topic is
 published to again soon after (or matches a shared group) and delivers a
@@ -37,7 +37,8 @@ from actorbroker.messages import ReadCredit
 from actorbroker.session import AppMessage
 from supervisors import LoopActor, send_after, tell_if_alive
 
-from .messages import (
+from ..faults import CrashForTest, crash_for_test
+from ..messages import (
     DeliverShared,
     PublishBatch,
     RedeliverShared,
@@ -46,11 +47,10 @@ from .messages import (
     Timer,
     TopicIdle,
 )
-from .faults import CrashForTest, crash_for_test
+from ..node import Node
+from ..storage.keeper import Sleeping
 from .grants import NO_GRANT, Grant
-from .node import Node
-from .keeper import Sleeping
-from .shared import Reachable, SharedSlots, journal_routed
+from .shared_groups import Reachable, SharedSlots, journal_routed
 from .subscribers import TopicSubscribers
 
 __all__ = ["TopicActor"]
@@ -116,7 +116,7 @@ class TopicActor(LoopActor):
 
     def _publish_shared(self, messages: tuple[AppMessage, ...], credit: ReadCredit | None
                         ) -> None:
-        """Each message to one member of each matching shared group (see :mod:`.shared`);
+        """Each message to one member of each matching shared group (see :mod:`.shared_groups`);
         each ``DeliverShared`` told holds the publisher's ``credit``, as a ``Deliver`` does."""
         node = self._node
         names, storage = node.names, node.refs.storage

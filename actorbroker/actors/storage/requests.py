@@ -193,7 +193,7 @@ class OfflineSession:
     client_id: str
     expiry: int
     since: float  # seconds since the epoch
-    owner: str = ""  # the user it belongs to ("" anonymous): see actors/owners.py
+    owner: str = ""  # the user it belongs to ("" anonymous): see actors/connect/owners.py
 
 
 @quick_init

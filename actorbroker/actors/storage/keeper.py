@@ -58,7 +58,11 @@ from actorbroker.session import AppMessage
 from actorbroker.session.suboptions import select
 from supervisors import LoopActor, send_after, tell_if_alive
 
-from .durable_messages import (
+from ..admin import ExpireSession
+from ..held import with_offset
+from ..messages import Attach, Deliver, DeliverMatched, RouteViaRegistry, SessionEnded, Timer
+from ..node import Node
+from .requests import (
     Append,
     Durable,
     Hibernated,
@@ -69,10 +73,6 @@ from .durable_messages import (
     PendingWill,
     Tick,
 )
-from .admin import ExpireSession
-from .held import with_offset
-from .messages import Attach, Deliver, DeliverMatched, RouteViaRegistry, SessionEnded, Timer
-from .node import Node
 
 __all__ = ["KeeperActor", "Sleeping"]
 

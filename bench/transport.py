@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from actorbroker.codec import ConnAck, Connect, PingReq, Publish, encode  # noqa: E402
 from actorbroker.config import LimitsConfig, ListenerConfig  # noqa: E402
-from actorbroker.messages import Drained, Inbound  # noqa: E402
+from actorbroker.ports import Drained, Inbound  # noqa: E402
 from actorbroker.transport import MqttConnection, TransportStats, run, start_listener  # noqa: E402
 
 

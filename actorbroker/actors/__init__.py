@@ -1,9 +1,9 @@
 """Actors layer: the broker's actors on the loop runtime of ``supervisors``.
 
 Imports the session, routing and codec cores, :mod:`actorbroker.metrics`,
-:mod:`actorbroker.messages`, :mod:`actorbroker.config` and ``supervisors``;
+:mod:`actorbroker.ports`, :mod:`actorbroker.config` and ``supervisors``;
 never the transport (import-linter checks it): connections are used through
-the transport's ``Connection`` interface only, and :mod:`actorbroker.app`
+the ``Connection`` protocol of :mod:`actorbroker.ports` only, and :mod:`actorbroker.app`
 wires the two together.
 
 * :class:`SessionActor` (one per client id, outlives its connections),

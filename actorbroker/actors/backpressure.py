@@ -1,7 +1,7 @@
-"""Actors layer: the publishers a subscriber's session holds back, and for how long. Stdlib, messages, session, supervisors.
+"""Actors layer: the publishers a subscriber's session holds back, and for how long. Stdlib, ports, session, supervisors.
 
 A ``Deliver`` carries the publisher's read credit (``ReadCredit``, see
-:mod:`actorbroker.messages`): the publisher's socket is read again only
+:mod:`actorbroker.ports`): the publisher's socket is read again only
 once every session its read reached has taken its hold. A session takes
 it as soon as the delivery is sent or queued below the queue's high-water
 mark (``OutboundQueue.pressed``); at or above the mark it *parks* the
@@ -37,7 +37,7 @@ from typing import Any
 
 from actorbroker.codec import shown
 from actorbroker.codec.frozen import quick_init
-from actorbroker.messages import ReadCredit
+from actorbroker.ports import ReadCredit
 from actorbroker.session.queue import OutboundQueue
 from supervisors import Teller, send_after
 

@@ -1,7 +1,7 @@
 """Actors layer: the messages between gateway, sessions, topics, registry and $SYS. Stdlib, pykka, codec, session.
 
 The messages the transport tells a session (``Inbound``, ``Drained``,
-``ConnectionLost``) are in :mod:`actorbroker.messages`, which may import
+``ConnectionLost``) are in :mod:`actorbroker.ports`, which may import
 the codec only; these carry :class:`~actorbroker.session.AppMessage` and
 therefore live with the actors. All are frozen slotted dataclasses;
 commands are imperative, notifications past tense.
@@ -51,7 +51,7 @@ from pykka import ActorRef
 
 from actorbroker.codec import Connect, Subscription
 from actorbroker.codec.frozen import quick_init
-from actorbroker.messages import ReadCredit
+from actorbroker.ports import ReadCredit
 from actorbroker.session import AppMessage
 from actorbroker.session.suboptions import Match, SubOptions
 
@@ -118,7 +118,7 @@ class PublishBatch:
     """Messages published to this topic actor's topic, in order (one read's worth)."""
 
     messages: tuple[AppMessage, ...]
-    #: The publisher's read credit (see :class:`~actorbroker.messages.ReadCredit`).
+    #: The publisher's read credit (see :class:`~actorbroker.ports.ReadCredit`).
     credit: ReadCredit | None = field(default=None, compare=False)
 
 

@@ -43,7 +43,7 @@ from collections.abc import Callable
 from typing import Any
 
 from actorbroker.codec import Packet, ReasonCode, shown
-from actorbroker.messages import ConnectionLost, Drained, Inbound, ReadCredit
+from actorbroker.ports import ConnectionLost, Drained, Inbound, ReadCredit
 from actorbroker.session import (
     AppMessage,
     HandBackShared,

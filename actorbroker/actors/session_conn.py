@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from actorbroker.auth import ClientAcl
 from actorbroker.codec import SHOWN_LENGTH, ConnAck, Packet, protocol_name, shown
-from actorbroker.messages import ConnectionLost, Drained
+from actorbroker.ports import ConnectionLost, Drained
 from actorbroker.session import Effect, Send, SessionCore, SessionState
 
 from .messages import Attach

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from actorbroker.codec import Subscription, shown
 from actorbroker.durable import NEVER
-from actorbroker.messages import ReadCredit
+from actorbroker.ports import ReadCredit
 from actorbroker.session import EXPIRY_TIMER, AppMessage, Delivery, Effect, SessionCore
 from supervisors import send_after, tell_if_alive
 

@@ -1,17 +1,17 @@
-"""Transport layer: sockets to MQTT connections on uvloop. Imports stdlib, asyncio, uvloop, websockets, codec and messages.
+"""Transport layer: sockets to MQTT connections on uvloop. Imports stdlib, asyncio, uvloop, websockets, codec and ports.
 
 The only package that imports uvloop or ssl and touches the MQTT sockets
 (docs/style.md); it never imports the actors, session, routing or
 persistence layers (import-linter checks it). The contract with the actors
-is in :mod:`.gateway`.
+is :mod:`actorbroker.ports` (re-exported here: ``Connection``, ``Gateway``,
+``SessionPort``).
 
     from actorbroker.transport import TransportStats, new_event_loop, start_listener
 
     stats = TransportStats()
     listener = await start_listener(config.listeners[0], config.limits, gateway, stats)
 
-Modules: :mod:`.gateway` (the interface, as Protocols), :mod:`.server`
-(listeners), :mod:`.acceptor` (an accept loop that survives EMFILE),
+Modules: :mod:`.server` (listeners), :mod:`.acceptor` (an accept loop that survives EMFILE),
 :mod:`.connection` (one MQTT connection as an asyncio Protocol), :mod:`.endings`
 (how a connection ends),
 :mod:`.gate` (state table and packets held until CONNACK), :mod:`.output`
@@ -21,8 +21,9 @@ certificate identities), :mod:`.websocket` (MQTT over WebSocket, sans-IO),
 lag), :mod:`.settings`, :mod:`.stats`, :mod:`.loop`.
 """
 
+from actorbroker.ports import Connection, Gateway, SessionPort
+
 from .connection import MqttConnection
-from .gateway import Connection, Gateway, SessionPort
 from .loop import new_event_loop, run
 from .overload import OverloadGuard
 from .server import Listener, bind_listener, start_listener

@@ -1,4 +1,4 @@
-"""Transport layer: one MQTT connection over any asyncio byte stream. Imports stdlib, asyncio, codec and messages.
+"""Transport layer: one MQTT connection over any asyncio byte stream. Imports stdlib, asyncio, codec and ports.
 
 :class:`MqttConnection` is an ``asyncio.Protocol``: it works the same over a
 TCP transport, a TLS one (asyncio's SSL protocol wraps it) or a WebSocket
@@ -8,7 +8,7 @@ adapter that presents the frames' payload as a byte stream
 (:mod:`actorbroker.codec.states`), enforces the connect timeout and the
 keepalive, and turns each read into one ``Inbound`` for the session port. It
 is also the ``Connection`` the session writes to (the contract is in
-:mod:`.gateway`).
+:mod:`actorbroker.ports`).
 
 Output goes through an :class:`~.output.WriteBuffer` (one ``transport.write``
 per loop tick, bounded, congestion reported); the state table and the
@@ -43,12 +43,11 @@ from actorbroker.codec import (
     shown,
 )
 from actorbroker.codec.states import ConnectionState
-from actorbroker.messages import Drained, Inbound
+from actorbroker.ports import Connection, Drained, Gateway, Inbound, SessionPort
 
 from .credit import ReadCredits
 from .endings import ConnectionEndings
 from .gate import InboundGate
-from .gateway import Connection, Gateway, SessionPort
 from .output import FlushQueue, WriteBuffer
 from .overload import OverloadGuard
 from .settings import ConnectionSettings

@@ -1,6 +1,6 @@
-"""Transport layer: the read credits one connection has outstanding, and their time bound. Stdlib, asyncio, messages.
+"""Transport layer: the read credits one connection has outstanding, and their time bound. Stdlib, asyncio, ports.
 
-Each ``Inbound`` carries a :class:`~actorbroker.messages.ReadCredit`; with
+Each ``Inbound`` carries a :class:`~actorbroker.ports.ReadCredit`; with
 ``max_batches`` of them outstanding the connection stops reading. A credit
 comes back when everything its read routed was taken by the subscribers'
 sessions (docs/architecture.md, "Backpressure"), which is normally soon;
@@ -17,7 +17,7 @@ import asyncio
 from collections import deque
 from collections.abc import Callable
 
-from actorbroker.messages import ReadCredit
+from actorbroker.ports import ReadCredit
 
 from .stats import TransportStats
 

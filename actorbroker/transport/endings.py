@@ -1,4 +1,4 @@
-"""Transport layer: how an MQTT connection ends, as a mixin of MqttConnection. Imports stdlib, asyncio, codec and messages.
+"""Transport layer: how an MQTT connection ends, as a mixin of MqttConnection. Imports stdlib, asyncio, codec and ports.
 
 Every way out of :class:`~actorbroker.transport.connection.MqttConnection`
 meets here: the peer broke the protocol, something on our side failed, no
@@ -29,10 +29,9 @@ from typing import TYPE_CHECKING
 from actorbroker.codec import (ConnAck, ConnectReturnCode, Disconnect, Packet, Properties,
                                ProtocolError, ReasonCode, encode)
 from actorbroker.codec.states import ConnectionState
-from actorbroker.messages import ConnectionLost, Drained
+from actorbroker.ports import ConnectionLost, Drained, SessionPort
 
 from .gate import InboundGate, sniff_level
-from .gateway import SessionPort
 from .output import WriteBuffer
 from .settings import ConnectionSettings
 from .stats import TransportStats

@@ -1,4 +1,4 @@
-"""Transport layer: MQTT listeners over TCP, TLS, WebSocket and WebSocket over TLS. Imports stdlib, asyncio, codec, messages and websockets.
+"""Transport layer: MQTT listeners over TCP, TLS, WebSocket and WebSocket over TLS. Imports stdlib, asyncio, codec, ports and websockets.
 
     stats = TransportStats()
     listener = await start_listener(config.listeners[0], config.limits, gateway, stats)
@@ -49,11 +49,11 @@ from types import MappingProxyType
 from typing import Any
 
 from actorbroker.codec import NO_PROPERTIES, Properties, ReasonCode
+from actorbroker.ports import Gateway
 
 from .acceptor import Acceptor
 from .admission import Admission
 from .connection import MqttConnection
-from .gateway import Gateway
 from .output import FlushQueue
 from .overload import OverloadGuard
 from .settings import ConnectionSettings, LimitsLike, ListenerLike

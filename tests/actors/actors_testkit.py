@@ -22,7 +22,7 @@ from actorbroker.app import Broker
 from actorbroker.codec import NO_PROPERTIES, ConnAck, Connect, Packet, Properties, Will
 from actorbroker.config import Config
 from actorbroker.config import StorageConfig
-from actorbroker.messages import ConnectionLost, Inbound, ReadCredit
+from actorbroker.ports import ConnectionLost, Inbound, ReadCredit
 
 _ids = itertools.count(10_000)
 

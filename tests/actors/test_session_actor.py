@@ -7,7 +7,7 @@ from typing import Any
 
 from actors_testkit import FakeConnection, Harness, eventually
 
-from actorbroker.messages import Drained
+from actorbroker.ports import Drained
 from actorbroker.actors.messages import Deliver
 from actorbroker.session import AppMessage, QueuePolicy, SessionConfig
 from actorbroker.codec import (

@@ -10,7 +10,7 @@ from pykka import ActorDeadError
 from actorbroker.actors.messages import Deliver, DeliverMatched
 from actorbroker.actors.topics.grants import Grant
 from actorbroker.actors.topics.subscribers import TopicSubscribers, _copy, deliver_once
-from actorbroker.messages import ReadCredit
+from actorbroker.ports import ReadCredit
 from actorbroker.metrics import BrokerMetrics
 from actorbroker.session import AppMessage
 from actorbroker.session.suboptions import SubOptions

@@ -46,7 +46,7 @@ from actorbroker.actors.messages import Attach, Deliver
 from actorbroker.codec import (ConnAck, Connect, Disconnect, Packet, Properties, PubAck, PubComp,
                                PubRec, PubRel, Publish, SubAck, Subscribe, Subscription)
 from actorbroker.durable.journal import publish_record
-from actorbroker.messages import ConnectionLost, Inbound
+from actorbroker.ports import ConnectionLost, Inbound
 from actorbroker.persistence.records import SessionDropped
 from actorbroker.session import AppMessage, QueuePolicy, SessionConfig
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from actorbroker.auth import Authenticators, Continue, Exchange, Failure, Success
 from actorbroker.codec import Auth, Disconnect, Properties, ReasonCode
-from actorbroker.messages import ConnectionLost, Inbound
+from actorbroker.ports import ConnectionLost, Inbound
 from actorbroker.session import refuse
 
 from ..messages import Attach

@@ -2,7 +2,7 @@
 
 The transport calls :meth:`SessionGateway.connect` synchronously on the loop
 thread when a connection's CONNECT arrives (the contract is
-``actorbroker.transport.gateway.Gateway``; this module only relies on its
+``actorbroker.ports.Gateway``; this module only relies on its
 shape, it never imports the transport). The gateway drives the CONNECT
 rules; which rule refuses with which code, and in which order, is the table
 of ``session/connect.py``:
@@ -57,7 +57,7 @@ from pykka import ActorDeadError, ActorRef
 
 from actorbroker.auth import Exchange
 from actorbroker.codec import Connect, ConnectReturnCode, protocol_name, shown
-from actorbroker.messages import Inbound
+from actorbroker.ports import Inbound
 from actorbroker.session import Accepted, Refused, auth_method_served, decide, refuse
 from supervisors import ChildSpec, LoopFuture, Restart, start_sharded_child
 

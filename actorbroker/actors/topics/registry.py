@@ -62,7 +62,7 @@ from typing import Any
 from pykka import ActorRef
 
 from actorbroker.codec import Subscription
-from actorbroker.messages import ReadCredit
+from actorbroker.ports import ReadCredit
 from actorbroker.routing import FilterTrie, RetainedIndex, parse_shared
 from actorbroker.session import AppMessage
 from actorbroker.session.suboptions import SubOptions

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from actorbroker.messages import ReadCredit
+from actorbroker.ports import ReadCredit
 from actorbroker.session import AppMessage
 from actorbroker.session.suboptions import Match
 from supervisors import tell_if_alive

@@ -33,7 +33,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from actorbroker.messages import ReadCredit
+from actorbroker.ports import ReadCredit
 from actorbroker.session import AppMessage
 from supervisors import LoopActor, send_after, tell_if_alive
 

@@ -24,7 +24,7 @@ from transport_testkit import RecordingPort, TestGateway  # noqa: E402
 
 from actorbroker.codec import ConnAck, Connect, Publish  # noqa: E402
 from actorbroker.config import LimitsConfig, ListenerConfig  # noqa: E402
-from actorbroker.messages import Inbound  # noqa: E402
+from actorbroker.ports import Inbound  # noqa: E402
 from actorbroker.transport import MqttConnection, TransportStats, run, start_listener  # noqa: E402
 
 STATS = TransportStats()

@@ -2,7 +2,8 @@
 
 actorbroker/transport imports the standard library, uvloop, websockets
 (its sans-IO protocol, for ws/wss listeners), actorbroker.codec and
-actorbroker.messages only (asyncio and ssl are stdlib); actorbroker/messages.py imports the stdlib and the codec only.
+actorbroker.ports only (asyncio and ssl are stdlib); actorbroker/ports.py, the
+contract both sides import, imports the stdlib and the codec only.
 """
 
 from __future__ import annotations
@@ -37,13 +38,13 @@ def _offenders(files: list[Path], allowed: tuple[str, ...], own: str) -> list[st
     return offenders
 
 
-def test_transport_imports_stdlib_uvloop_websockets_codec_and_messages_only() -> None:
+def test_transport_imports_stdlib_uvloop_websockets_codec_and_ports_only() -> None:
     files = sorted((ROOT / "actorbroker" / "transport").glob("*.py"))
     assert len(files) >= 8
-    allowed = ("uvloop", "websockets", "actorbroker.codec", "actorbroker.messages")
+    allowed = ("uvloop", "websockets", "actorbroker.codec", "actorbroker.ports")
     assert _offenders(files, allowed, "actorbroker.transport") == []
 
 
-def test_messages_import_stdlib_and_codec_only() -> None:
-    files = [ROOT / "actorbroker" / "messages.py"]
-    assert _offenders(files, ("actorbroker.codec",), "actorbroker.messages") == []
+def test_ports_import_stdlib_and_codec_only() -> None:
+    files = [ROOT / "actorbroker" / "ports.py"]
+    assert _offenders(files, ("actorbroker.codec",), "actorbroker.ports") == []

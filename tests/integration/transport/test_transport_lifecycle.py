@@ -22,7 +22,7 @@ from actorbroker.codec import (
     Subscription,
 )
 from actorbroker.codec.states import ConnectionState
-from actorbroker.messages import ConnectionLost, Inbound
+from actorbroker.ports import ConnectionLost, Inbound
 from actorbroker.transport import SessionPort
 
 

@@ -29,7 +29,7 @@ from actorbroker.codec import (
     encode,
 )
 from actorbroker.config import LimitsConfig, ListenerConfig
-from actorbroker.messages import ConnectionLost, Drained, Inbound
+from actorbroker.ports import ConnectionLost, Drained, Inbound
 from actorbroker.transport import ConnectionSettings, MqttConnection, TransportStats, start_listener
 
 

@@ -111,7 +111,8 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
         self._dispatching = False
         self._paused = 0
         self._defer = loop.call_soon if defer is None else defer
-        self._rest: bytes | None = None  # what is left of a large read (_CHUNK)
+        self._rest: bytes | None = None  # a large read, decoded _CHUNK at a time from _rest_at
+        self._rest_at = 0  # (an offset: slicing off each chunk copied the read's tail every time)
         self._rest_due = False  # a _feed_rest is deferred
         self._credits = ReadCredits(self.conn_id, loop, settings.max_batches, settings.credit_timeout, stats,
                                     self._credit_free)
@@ -260,7 +261,10 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
         self._stats.bytes_in += len(data)
         self.bytes_in += len(data)
         if self._rest is not None or len(data) > _BULK:
-            self._rest = data if self._rest is None else self._rest + data
+            if self._rest is None:
+                self._rest = data
+            else:  # arrived before the pause took effect
+                self._rest, self._rest_at = self._rest[self._rest_at:] + data, 0
             if not self._paused & _PAUSE_CHUNKS:
                 self._pause(_PAUSE_CHUNKS)
                 self._rest_due = True
@@ -274,8 +278,11 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
         rest = self._rest
         if rest is None or self._closing or self._paused & _PAUSE_CREDIT:
             return  # closing: dropped; paused for credit: _credit_free defers it again
-        self._rest = rest[_CHUNK:] or None
-        self._feed(rest[:_CHUNK])
+        at = self._rest_at
+        self._rest_at = at + _CHUNK
+        if self._rest_at >= len(rest):
+            self._rest, self._rest_at = None, 0
+        self._feed(rest[at:at + _CHUNK])
         if self._rest is None:
             self._unpause(_PAUSE_CHUNKS)
         elif not self._closing and not self._paused & _PAUSE_CREDIT:
@@ -308,8 +315,9 @@ class MqttConnection(ConnectionEndings, asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         while self._rest is not None and not self._closing:  # read before it went: decode it
-            rest, self._rest = self._rest, None
-            self._feed(rest)
+            rest, at = self._rest, self._rest_at
+            self._rest, self._rest_at = None, 0
+            self._feed(rest[at:])
         self._rest = None
         self._lost = True
         self._cancel_timer()

@@ -60,6 +60,7 @@ constraints: | $(BIN)/python
 
 lint: venv
 	$(BIN)/lint-imports
+	$(BIN)/ruff check actorbroker supervisors tests bench scripts
 
 typecheck: venv
 	$(BIN)/mypy -p actorbroker.codec -p actorbroker.routing -p actorbroker.session -p supervisors -p actorbroker.config -m actorbroker.errors -m actorbroker.cli -m actorbroker.ctl -p actorbroker.transport -m actorbroker.ports -p actorbroker.actors -m actorbroker.app -m actorbroker.metrics -m actorbroker.testing -m actorbroker.startup -p actorbroker.ops -p actorbroker.persistence -p actorbroker.durable -p actorbroker.auth -m actorbroker.logbudget -m actorbroker.logsetup -m actorbroker.reload

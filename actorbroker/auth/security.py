@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from actorbroker.errors import AuthError
 
 from .acl import AclFile
 from .credentials import Credentials

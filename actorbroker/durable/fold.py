@@ -132,7 +132,7 @@ class DurableState:
     def apply_all(self, entries: Iterator[Any]) -> int:
         """Fold ``LogEntry`` items in order; return how many."""
         count = 0
-        for count, entry in enumerate(entries, 1):
+        for count, entry in enumerate(entries, 1):  # noqa: B007 (the last one is returned)
             self.apply(entry.offset, entry.record, entry.next_offset)
         return count
 

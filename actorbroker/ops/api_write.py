@@ -101,7 +101,8 @@ async def _delete_session(ctx: OpsContext, client_id: str) -> dict[str, Any]:
             await _ask(actor.actor_ref, DiscardSession())
         elif keeper is not None:
             await _ask(keeper, ExpireSession(client_id))
-        await wait_for(lambda: names.sessions.get(client_id) is not holder, timeout=0.5)
+        await wait_for(lambda: names.sessions.get(client_id) is not holder,  # noqa: B023 (awaited here)
+                       timeout=0.5)
     return {"deleted": client_id}
 
 

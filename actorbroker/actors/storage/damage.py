@@ -63,7 +63,7 @@ def choose_checkpoint(current: CommitLog, found: Iterable[LogEntry]) -> tuple[in
     checkpoints: list[Checkpoint] = [
         (e.record.checkpoint_id, e.record.started_at, e.offset)
         for e in found if isinstance(e.record, CheckpointCompleted)]
-    for number, started, completed in reversed(checkpoints):
+    for _, started, completed in reversed(checkpoints):
         if holds(current, started, completed):
             return started, None
     if not checkpoints:

@@ -14,8 +14,6 @@
 
 from __future__ import annotations
 
-import queue
-import socket
 from dataclasses import dataclass, field
 from typing import Any
 

@@ -56,7 +56,7 @@ def load(host: str, port: int, topic: str, *, seconds: float = 30.0,
 
     def run() -> None:
         deadline = time.monotonic() + seconds
-        for n in range(limit):
+        for _ in range(limit):
             if stop.is_set() or time.monotonic() > deadline:
                 return
             publisher.paho.publish(topic, b"x" * 64, qos=1)

@@ -19,7 +19,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 from attack_kit import MB, Healthy, run_once, send_zeros

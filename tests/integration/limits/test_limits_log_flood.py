@@ -41,7 +41,7 @@ def test_refused_long_client_ids_add_little_log(served: Callable[..., Served]) -
         assert len(connack) == 1 and isinstance(connack[0], ConnAck)
         answers.add((level, connack[0].reason_code))
     assert answers == {(4, 0x02), (5, 0x85)}  # identifier rejected / Client Identifier not valid
-    for i in range(ATTEMPTS):
+    for _ in range(ATTEMPTS):
         # Over 64 KiB with its header: refused on its size, before the id is read.
         _refused(broker.host, broker.port, "y" * 65535, 4)
     broker.serve.stop()

@@ -32,7 +32,7 @@ def test_counters_move_by_what_the_clients_did_while_a_load_runs(
         def load() -> None:
             for i in range(qos1):
                 pub.publish(f"load/{i % 7}", b"x" * 100, qos=1)
-            for i in range(qos0):
+            for _ in range(qos0):
                 pub.publish("load/zero", b"y" * 10, qos=0)
 
         runner = threading.Thread(target=load)

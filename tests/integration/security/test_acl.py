@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mqtt_testkit import Client, RawClient
+from mqtt_testkit import Client
 from security_kit import login, publishes_until, write_users
 
 from actorbroker import testing

@@ -101,7 +101,7 @@ def test_a_slow_session_pauses_reading_after_max_batches(run) -> None:
             transport = port.conn.transport
             for i in range(4):
                 await client.send(Publish("p", b"%d" % i))
-                await port.wait_until(lambda: len(port.inbound) == i + 1)
+                await port.wait_until(lambda: len(port.inbound) == i + 1)  # noqa: B023 (awaited here)
                 assert transport.is_reading() == (i < 3)
             assert broker.stats.read_pauses == 1
             # The publisher keeps going: 16 MB it cannot get rid of, TCP pushes back.
@@ -112,7 +112,7 @@ def test_a_slow_session_pauses_reading_after_max_batches(run) -> None:
             # Each batch_done lets exactly one more read in; never more than 4 outstanding.
             done = 0
             while len(port.packets) < 4 + count:
-                await port.wait_until(lambda: len(port.inbound) - done == 4)
+                await port.wait_until(lambda: len(port.inbound) - done == 4)  # noqa: B023 (awaited here)
                 assert not transport.is_reading()
                 port.conn.batch_done()
                 done += 1
@@ -130,7 +130,7 @@ def test_a_credit_never_given_back_expires_after_credit_timeout(run) -> None:
             transport = port.conn.transport
             for i in range(2):
                 await client.send(Publish("p", b"%d" % i))
-                await port.wait_until(lambda: len(port.inbound) == i + 1)
+                await port.wait_until(lambda: len(port.inbound) == i + 1)  # noqa: B023 (awaited here)
             assert not transport.is_reading()
             # Nobody takes the holds (a credit lost with a crashed actor's inbox): reading
             # resumes once the oldest credit is older than credit_timeout.

@@ -58,7 +58,7 @@ def test_every_split_point_of_a_stream(run) -> None:
                 await client.send_raw(data[cut:])
                 assert await client.recv() == ConnAck(False, 0)
                 port = await broker.gateway.port(n)
-                await port.wait_until(lambda: len(port.packets) == len(PACKETS))
+                await port.wait_until(lambda: len(port.packets) == len(PACKETS))  # noqa: B023 (awaited here)
                 assert port.packets == PACKETS, cut
                 client.close()
             assert broker.stats.protocol_errors == 0

@@ -215,7 +215,7 @@ def describe(log: Log) -> dict[str, Any]:
              for stage in (False, True)],
             [(e.offset, e.qos, e.retain, e.size, state.topic_of(e.topic)) for e in image.queue or ()],
         )
-    retained = {topic: getattr(log.read(offset), "payload") for topic, offset in state.retained.items()}
+    retained = {topic: log.read(offset).payload for topic, offset in state.retained.items()}
     loose = {cid: will.payload for cid, will in state.loose_wills.items()}
     owed = [(group, e.offset, e.qos, e.retain, e.size, state.topic_of(e.topic))
             for group, e in state.shared.items()]

@@ -73,7 +73,7 @@ def damage(directory: Path, spots: list[tuple[int, int, str]]) -> list[tuple[int
     hit = []
     for position, length, how in spots:
         position %= total
-        for path, base, size in files:
+        for path, base, size in files:  # noqa: B007 (the one found is used below)
             if position < size:
                 break
             position -= size

@@ -14,7 +14,7 @@ from actorbroker.session.lifecycle import LifecycleError, SessionState
 from actorbroker.session.qos_inbound import InboundState
 from actorbroker.session.qos_outbound import OutboundState
 
-L, O, I = SessionState, OutboundState, InboundState
+L, O, I = SessionState, OutboundState, InboundState  # noqa: E741 (the tables' columns)
 
 LIFECYCLE_EDGES = [
     (L.NEW, "attach", L.CONNECTED),

@@ -62,6 +62,7 @@ from actorbroker.session import Accepted, Refused, auth_method_served, decide, r
 from supervisors import ChildSpec, LoopFuture, Restart, start_sharded_child
 
 from ..messages import Attach
+from ..names import Singleton
 from ..node import Node
 from ..session import SessionActor
 from ..storage.keeper import Sleeping
@@ -270,13 +271,13 @@ class SessionGateway:
 
     def _start(self, client_id: str) -> None:
         node = self._node
-        sessions = node.refs.sessions
+        sessions = node.names.whereis(Singleton.SESSIONS)
         if sessions is None:
             self._started(client_id, None)
             return
         spec = ChildSpec(
             id=client_id,
-            start=SessionStarter(client_id, node, SessionActor.start),
+            start=SessionStarter(client_id, node, SessionActor.start, self.redispatch),
             restart=Restart.TRANSIENT,
         )
         future: LoopFuture[ActorRef[Any]] = start_sharded_child(sessions, client_id, spec)
@@ -313,19 +314,26 @@ class SessionGateway:
 
 
 class SessionStarter:
-    """A session child's start function; the first call starts it fresh, later ones are restarts."""
+    """A session child's start function; the first call starts it fresh, later ones are restarts.
 
-    __slots__ = ("_client_id", "_node", "_start", "_starts")
+    Each session gets the gateway's ``redispatch``, for the Attaches that reach it
+    while it retires (a callable, so that the node need not hold the gateway).
+    """
 
-    def __init__(self, client_id: str, node: Node, start: Any) -> None:
+    __slots__ = ("_client_id", "_node", "_redispatch", "_start", "_starts")
+
+    def __init__(self, client_id: str, node: Node, start: Any,
+                 redispatch: Callable[[Attach], None]) -> None:
         self._client_id = client_id
         self._node = node
         self._start = start
+        self._redispatch = redispatch
         self._starts = 0
 
     def __call__(self) -> ActorRef[Any]:
         self._starts += 1
-        ref: ActorRef[Any] = self._start(self._client_id, self._node, restarted=self._starts > 1)
+        ref: ActorRef[Any] = self._start(self._client_id, self._node, redispatch=self._redispatch,
+                                         restarted=self._starts > 1)
         return ref
 
 

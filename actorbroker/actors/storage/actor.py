@@ -61,6 +61,7 @@ from actorbroker.persistence.records import Record, WillSet
 from actorbroker.persistence.syncjob import SyncJob
 from supervisors import ThreadActor
 
+from ..names import Singleton
 from ..node import Node
 from .history import History
 from .lost import LostOffsets, Outage
@@ -204,7 +205,8 @@ class StorageActor(ThreadActor):
     def _read(self, message: Any) -> Any:
         cls = type(message)
         if cls is LoadSession:
-            return load_session(self.log, self.state, message.client_id, self._node.refs.keeper)
+            return load_session(self.log, self.state, message.client_id,
+                                self._node.names.whereis(Singleton.KEEPER))
         elif cls is LoadRouting:
             return load_routing(self.log, self.state)
         elif cls is LoadOffline:
@@ -408,7 +410,7 @@ class StorageActor(ThreadActor):
             current, lambda: None if house is None else house.retain(current, self.state))
 
     def _report_drops(self) -> None:
-        keeper = self._node.refs.keeper
+        keeper = self._node.names.whereis(Singleton.KEEPER)
         for client_id, reason, topic in self.state.drops:
             _tell(keeper, OfflineDropped(client_id, reason, topic))
         self.state.drops.clear()

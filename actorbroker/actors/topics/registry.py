@@ -322,7 +322,7 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
         tried = {leaving}
         while group is not None:
             choice = pick(group, hash_key(message), names.online,
-                          Reachable(names.sessions, self._node.refs.storage), tried)
+                          Reachable(names.sessions, self._node.names.storage()), tried)
             if choice is None:
                 break
             if self._deliver_shared(whole, choice[0], choice[1], message):
@@ -343,7 +343,7 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
     def _settle_unavailable(self, whole: str, leaving: str,
                             messages: tuple[AppMessage, ...] | list[AppMessage]) -> None:
         """No member is left to take ``messages``: the group owes them no more (counted)."""
-        journal_routed(self._node.refs.storage, whole, "", messages, NO_GRANT)
+        journal_routed(self._node.names.storage(), whole, "", messages, NO_GRANT)
         for message in messages:
             self._node.metrics.drop("shared_unavailable", client_id=leaving, topic=message.topic)
 
@@ -360,7 +360,7 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
         ref: Any = self._node.names.sessions.get(client_id)  # an ActorRef or a Sleeping
         if ref is None:
             return False
-        storage = self._node.refs.storage
+        storage = self._node.names.storage()
         unqueued = journal_routed(storage, whole, client_id, (message,), grant)
         if type(ref) is Sleeping:  # hibernated: the SharedRouted record is its queue
             return not unqueued

@@ -44,7 +44,7 @@ class DurableRegistry:
 
     async def _load_durable(self) -> None:
         """Take the durable subscriptions and the retained messages from the storage actor."""
-        storage = self._node.refs.storage
+        storage = self._node.names.storage()
         if storage is None:
             return
         load: RoutingLoad = await storage.ask(LoadRouting(), block=False)
@@ -68,7 +68,7 @@ class DurableRegistry:
 
     def _journal_retained(self, message: AppMessage) -> None:
         """Store a retained change that no PublishAccepted record carries (QoS 0, not $SYS)."""
-        storage = self._node.refs.storage
+        storage = self._node.names.storage()
         if storage is None or message.log_offset >= 0 or message.topic.startswith("$"):
             return
         ts = int(time.time() * 1e6)

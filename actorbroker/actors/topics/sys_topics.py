@@ -39,6 +39,7 @@ from supervisors import LoopActor, send_after, tell_if_alive
 
 from ..figures import counters, session_figures, storage_figures
 from ..messages import RouteViaRegistry, Timer
+from ..names import Singleton
 from ..node import Node
 
 __all__ = ["SysActor", "sys_values"]
@@ -133,7 +134,7 @@ class SysActor(LoopActor):
             for window, value in self._loads[name].update(total, self._interval).items():
                 values[f"{PREFIX}load/{name}/{window}"] = f"{value:.2f}"
         loop_now = self.actor_loop.time()
-        registry = node.refs.registry
+        registry = node.names.whereis(Singleton.REGISTRY)
         for topic, payload in values.items():
             if self._last.get(topic) == payload:
                 continue

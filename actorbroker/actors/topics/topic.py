@@ -47,6 +47,7 @@ from ..messages import (
     Timer,
     TopicIdle,
 )
+from ..names import Singleton
 from ..node import Node
 from ..storage.keeper import Sleeping
 from .grants import NO_GRANT, Grant
@@ -119,7 +120,7 @@ class TopicActor(LoopActor):
         """Each message to one member of each matching shared group (see :mod:`.shared_groups`);
         each ``DeliverShared`` told holds the publisher's ``credit``, as a ``Deliver`` does."""
         node = self._node
-        names, storage = node.names, node.refs.storage
+        names, storage = node.names, node.names.storage()
         sessions = names.sessions
         for client_id, whole, grant, final, batch in self._shared.route(
                 messages, names.online, Reachable(sessions, storage)):
@@ -157,12 +158,12 @@ class TopicActor(LoopActor):
         dropped, counted."""
         node = self._node
         owed = tuple(m for m in batch if m.qos)
-        registry = node.refs.registry
+        registry = node.names.whereis(Singleton.REGISTRY)
         if owed:  # a dead (stopping) registry: the log keeps them owed for the restart
             tell_if_alive(registry, RedeliverShared("", whole, owed))
         lost = [m for m in batch if not m.qos]
         if lost:
-            journal_routed(node.refs.storage, whole, "", lost, NO_GRANT)
+            journal_routed(node.names.storage(), whole, "", lost, NO_GRANT)
             node.metrics.drop("shared_unavailable", len(lost), topic=self.topic)
 
     def _change(self, changes: tuple[tuple[str, Any, Grant | None], ...]) -> None:
@@ -183,7 +184,7 @@ class TopicActor(LoopActor):
         if self._busy:
             self._busy = False
         else:
-            registry = self._node.refs.registry
+            registry = self._node.names.whereis(Singleton.REGISTRY)
             if registry is not None:
                 registry.tell(TopicIdle(self.topic, self.actor_ref))
         self._arm_idle()

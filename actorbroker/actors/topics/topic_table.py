@@ -43,6 +43,7 @@ from supervisors import (
 )
 
 from ..messages import PublishBatch, StopTopic, TopicStarted
+from ..names import Singleton
 from ..node import Node
 
 __all__ = ["HotTopics", "TopicPort", "TopicTable"]
@@ -106,7 +107,7 @@ class TopicTable:
         port = TopicPort(topic)
         self._live.set(topic, port)
         self._node.metrics.topics = len(self._live)
-        sup = self._node.refs.topics
+        sup = self._node.names.whereis(Singleton.TOPICS)
         if sup is None:
             reply: LoopFuture[Any] = LoopFuture()
             error = RuntimeError("the Topics supervisor is not running")
@@ -153,7 +154,7 @@ class TopicTable:
 
     def _lost(self, port: TopicPort, exc: BaseException) -> None:
         # Normal while the tree stops (the Topics supervisor goes before the registry).
-        sup = self._node.refs.topics
+        sup = self._node.names.whereis(Singleton.TOPICS)
         level = logging.ERROR if sup is not None and sup.is_alive() else logging.INFO
         log.log(level, "topic %r: could not start its topic actor: %r", port.topic, exc)
         lost = 0

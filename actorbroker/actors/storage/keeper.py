@@ -88,7 +88,7 @@ class Sleeping:
 
     __slots__ = ("_node", "client_id")
 
-    def __init__(self, client_id: str, node: Any) -> None:
+    def __init__(self, client_id: str, node: Node) -> None:
         self.client_id = client_id
         self._node = node
 

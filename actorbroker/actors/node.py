@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from pykka import ActorRef
 
-from actorbroker.auth import ClientIdPatterns, Security
+from actorbroker.auth import Authenticators, ClientIdPatterns, Security
 from actorbroker.config import Config
 from actorbroker.metrics import BrokerMetrics
 from actorbroker.routing import SharedStrategy
@@ -72,7 +72,7 @@ class NodeSettings:
     shared_strategy: SharedStrategy = SharedStrategy.ROUND_ROBIN
     #: Authenticators by method name (MQTT 5 enhanced authentication) and the
     #: user name / password check; see actorbroker.auth.
-    auth: Any = None
+    auth: Authenticators | None = None
     allow_anonymous: bool = True
     #: The user files and the ACL as loaded now (actorbroker.auth.Security; reloadable).
     security: Security | None = None

@@ -210,7 +210,10 @@ class SessionGateway:
         if method is None:
             self._dispatch(attach)
             return port
-        auth_port = AuthPort(self, attach, Exchange(auth.get(method), client_id))
+        # auth_method_served let the method through: the node serves it.
+        authenticator = None if auth is None else auth.get(method)
+        assert authenticator is not None
+        auth_port = AuthPort(self, attach, Exchange(authenticator, client_id))
         port.bind(auth_port)
         auth_port.start()
         return port

@@ -19,6 +19,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from actorbroker.codec import Subscription
 from actorbroker.durable.journal import blob_of
 from actorbroker.persistence.records import RetainedCleared, RetainedSet
 from actorbroker.session import AppMessage
@@ -50,7 +51,7 @@ class DurableRegistry:
         load: RoutingLoad = await storage.ask(LoadRouting(), block=False)
         count = 0
         for client_id, level, subscriptions in load.subscriptions:
-            by_id: dict[int, list[Any]] = {}
+            by_id: dict[int, list[Subscription]] = {}
             for sub, sub_id in subscriptions:
                 by_id.setdefault(sub_id, []).append(sub)
             epoch = self._node.next_epoch()

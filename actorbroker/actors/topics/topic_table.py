@@ -58,9 +58,9 @@ class TopicPort:
 
     def __init__(self, topic: str) -> None:
         self.topic = topic
-        self.held: list[Any] = []
+        self.held: list[object] = []
 
-    def tell(self, message: Any) -> None:
+    def tell(self, message: object) -> None:
         """Hold ``message`` until the actor exists."""
         self.held.append(message)
 

@@ -63,10 +63,10 @@ from pykka import ActorRef
 
 from actorbroker.codec import Subscription
 from actorbroker.ports import ReadCredit
-from actorbroker.routing import FilterTrie, RetainedIndex, parse_shared
+from actorbroker.routing import FilterTrie, RetainedIndex, SharedFilter, parse_shared
 from actorbroker.session import AppMessage
 from actorbroker.session.suboptions import SubOptions
-from supervisors import Down, LoopActor, is_abnormal, tell_if_alive
+from supervisors import Down, LoopActor, Teller, is_abnormal, tell_if_alive
 
 from ..messages import (
     AddSubscriptions,
@@ -102,7 +102,7 @@ __all__ = ["RegistryActor"]
 
 log = logging.getLogger("actorbroker.registry")
 
-Change = tuple[str, Any, Grant | None]  # the filter: a str, or a SharedFilter
+Change = tuple[str, str | SharedFilter, Grant | None]  # a client's filter, and its grant
 
 
 class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
@@ -212,13 +212,13 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
     # -- subscriptions ---------------------------------------------------------
 
     def _subscribe(self, request: AddSubscriptions) -> None:
-        changes: dict[ActorRef[Any], list[Change]] = {}
+        changes: dict[Teller, list[Change]] = {}
         retained: dict[str, AppMessage] = {}
         self._subscribe_range(request, 0, len(request.subscriptions), changes, retained)
         self._subscribed(request, changes, retained)
 
     def _subscribe_range(self, request: AddSubscriptions, start: int, stop: int,
-                         changes: dict[ActorRef[Any], list[Change]],
+                         changes: dict[Teller, list[Change]],
                          retained: dict[str, AppMessage]) -> None:
         """Apply ``request.subscriptions[start:stop]``; gather topic actors' changes and
         the retained messages to send."""
@@ -244,7 +244,7 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
             for topic, message in self._retained.match(topic_filter):
                 retained[topic] = message
 
-    def _subscribed(self, request: AddSubscriptions, changes: dict[ActorRef[Any], list[Change]],
+    def _subscribed(self, request: AddSubscriptions, changes: dict[Teller, list[Change]],
                     retained: dict[str, AppMessage]) -> None:
         """Tell the topic actors, then the session (its SUBACK goes after the changes)."""
         self._notify(changes)
@@ -259,7 +259,7 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
 
     def _remove(self, client_id: str, topic_filters: tuple[str, ...] | list[str]) -> None:
         client = self._clients.get(client_id)
-        changes: dict[ActorRef[Any], list[Change]] = {}
+        changes: dict[Teller, list[Change]] = {}
         for topic_filter in topic_filters:
             if self._shared.remove(topic_filter, client_id):
                 shared = parse_shared(topic_filter)
@@ -289,7 +289,7 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
             self._remove(client_id, filters)
         self._clean.pop(client_id, None)
 
-    def _notify(self, changes: dict[ActorRef[Any], list[Change]]) -> None:
+    def _notify(self, changes: dict[Teller, list[Change]]) -> None:
         for ref, items in changes.items():
             tell_if_alive(ref, SubscribersChanged(tuple(items)))
 
@@ -393,6 +393,7 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
                 if credit is not None:
                     credit.hold(1)
                 return
+            assert isinstance(ref, ActorRef)  # a port holds what it is told: it never dies
             self._forget(topic, ref)
         if self._hot.seen(topic, self.actor_loop.time(), len(messages)) or (
                 len(self._shared) and self._shared.match(topic)):

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from pykka import ActorRef
 
 from actorbroker.session import AppMessage
-from supervisors import Down, tell_if_alive
+from supervisors import Down, Teller, tell_if_alive
 
 from ..messages import (AddSubscriptions, RouteBatchViaRegistry, RouteViaRegistry,
                        SubscriptionsRemoved, TopicIdle, TopicStarted)
@@ -46,7 +46,7 @@ if TYPE_CHECKING:  # the registry is the mixin's actor: a cycle for the types on
     from .registry import Change
 
     #: What a slice changes, per topic actor (the registry tells each its list).
-    Changes = dict[ActorRef[Any], list[Change]]
+    Changes = dict[Teller, list[Change]]
 
 __all__ = ["SLICE", "Continue", "RegistryBacklog", "RemoveWork", "SlicedSubscriptions",
            "SubscribeWork"]

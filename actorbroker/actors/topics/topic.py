@@ -34,6 +34,7 @@ import logging
 from typing import Any
 
 from actorbroker.ports import ReadCredit
+from actorbroker.routing import SharedFilter
 from actorbroker.session import AppMessage
 from supervisors import LoopActor, send_after, tell_if_alive
 
@@ -166,7 +167,8 @@ class TopicActor(LoopActor):
             journal_routed(node.names.storage(), whole, "", lost, NO_GRANT)
             node.metrics.drop("shared_unavailable", len(lost), topic=self.topic)
 
-    def _change(self, changes: tuple[tuple[str, Any, Grant | None], ...]) -> None:
+    def _change(self, changes: tuple[tuple[str, str | SharedFilter, Grant | None], ...]
+                ) -> None:
         subs = self._subs
         for client_id, topic_filter, granted in changes:
             if type(topic_filter) is not str:  # a SharedFilter: MQTT 5 $share/{group}/{filter}

@@ -36,6 +36,7 @@ from supervisors import (
     ChildSpec,
     LoopFuture,
     Restart,
+    Teller,
     demonitor,
     monitor,
     start_sharded_child,
@@ -73,17 +74,17 @@ class TopicTable:
     def __init__(self, node: Node, owner: ActorRef[Any]) -> None:
         self._node = node
         self._owner = owner
-        self._live: RetainedIndex[Any] = RetainedIndex()  # topic -> ref, or TopicPort
+        self._live: RetainedIndex[Teller] = RetainedIndex()  # topic -> ref, or TopicPort
         self._monitors: dict[ActorRef[Any], tuple[str, Any]] = {}  # ref -> (topic, monitor)
 
     def __len__(self) -> int:
         return len(self._live)
 
-    def get(self, topic: str) -> Any:
+    def get(self, topic: str) -> Teller | None:
         """The topic's actor ref, its :class:`TopicPort` while it starts, or None."""
         return self._live.get(topic)
 
-    def match(self, topic_filter: str) -> Iterator[tuple[str, Any]]:
+    def match(self, topic_filter: str) -> Iterator[tuple[str, Teller]]:
         """(topic, ref or port) of every live topic ``topic_filter`` matches."""
         return self._live.match(topic_filter)
 

@@ -42,6 +42,7 @@ queues from the ``PublishAccepted``).
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 import itertools
 import logging
@@ -146,7 +147,7 @@ class KeeperActor(LoopActor):
         self._wills: dict[str, tuple[WillSet, Sleeping]] = {}  # pending, of hibernated sessions
         self._sending: dict[int, tuple[str, AppMessage]] = {}  # token -> Will being stored
         self._tokens = 0
-        self._timer: Any = None
+        self._timer: asyncio.TimerHandle | None = None
 
     async def on_start(self) -> None:  # type: ignore[override]
         node = self._node

@@ -29,6 +29,7 @@ Topics (Mosquitto's names; ``messages/dropped/<reason>`` is ours):
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from typing import Any
@@ -103,7 +104,7 @@ class SysActor(LoopActor):
         self._interval = node.settings.sys_interval
         self._last: dict[str, str] = {}
         self._loads = {name: LoadAverage() for name in _LOADS}
-        self._timer: Any = None
+        self._timer: asyncio.TimerHandle | None = None
         self._clock = clock
 
     def on_start(self) -> None:

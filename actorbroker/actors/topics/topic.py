@@ -30,6 +30,7 @@ an actor that is stopping.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -73,7 +74,7 @@ class TopicActor(LoopActor):
         self._subs = TopicSubscribers(subscribers)
         self._shared = SharedSlots(shared, node.settings.shared_strategy)
         self._busy = False  # a publish since the last idle check
-        self._timer: Any = None
+        self._timer: asyncio.TimerHandle | None = None
         #: Messages published to the topic through this actor (the busiest-topics view).
         self.published = 0
 

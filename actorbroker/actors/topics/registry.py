@@ -66,7 +66,7 @@ from actorbroker.ports import ReadCredit
 from actorbroker.routing import FilterTrie, RetainedIndex, SharedFilter, parse_shared
 from actorbroker.session import AppMessage
 from actorbroker.session.suboptions import SubOptions
-from supervisors import Down, LoopActor, Teller, is_abnormal, tell_if_alive
+from supervisors import Down, ExitReason, LoopActor, Teller, is_abnormal, tell_if_alive
 
 from ..messages import (
     AddSubscriptions,
@@ -96,7 +96,7 @@ from .registry_slices import (SLICE, Continue, RegistryBacklog, RemoveWork, Slic
 from .shared_groups import Reachable, SharedIndex, hash_key, journal_handed_back, journal_routed, pick
 from .subscribers import deliver_once
 from .topic import TopicActor
-from .topic_table import HotTopics, TopicTable
+from .topic_table import HotTopics, TopicPort, TopicTable
 
 __all__ = ["RegistryActor"]
 
@@ -429,7 +429,7 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
                 subscribers.setdefault(client_id, {})[topic_filter] = grant
         return subscribers
 
-    def _start_topic(self, topic: str) -> Any:
+    def _start_topic(self, topic: str) -> TopicPort:
         """Start the topic actor of ``topic``; return the port that stands for it meanwhile."""
         shared = self._shared.match(topic) if len(self._shared) else None
         return self._live.start(topic, partial(
@@ -448,7 +448,7 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
         self._forget(topic, ref)
         tell_if_alive(ref, StopTopic())
 
-    def _topic_down(self, ref: ActorRef[Any], reason: Any) -> None:
+    def _topic_down(self, ref: ActorRef[Any], reason: ExitReason) -> None:
         topic = self._live.topic_of(ref)
         if topic is None:
             return

@@ -35,6 +35,7 @@ from actorbroker.routing import RetainedIndex
 from supervisors import (
     ChildSpec,
     LoopFuture,
+    Monitor,
     Restart,
     Teller,
     demonitor,
@@ -75,7 +76,7 @@ class TopicTable:
         self._node = node
         self._owner = owner
         self._live: RetainedIndex[Teller] = RetainedIndex()  # topic -> ref, or TopicPort
-        self._monitors: dict[ActorRef[Any], tuple[str, Any]] = {}  # ref -> (topic, monitor)
+        self._monitors: dict[ActorRef[Any], tuple[str, Monitor]] = {}  # ref -> (topic, monitor)
 
     def __len__(self) -> int:
         return len(self._live)

@@ -111,7 +111,7 @@ class RegistryBacklog:
     __slots__ = ("_items", "_senders", "scheduled")
 
     def __init__(self) -> None:
-        self._items: deque[Any] = deque()
+        self._items: deque[object] = deque()
         self._senders: Counter[ActorRef[Any]] = Counter()  # reply_to -> its items here
         #: A Continue is in the registry's inbox.
         self.scheduled = False
@@ -131,7 +131,7 @@ class RegistryBacklog:
             return message.reply_to is not None and message.reply_to in self._senders
         return cls not in _TOPIC_NEWS
 
-    def append(self, message: Any) -> None:
+    def append(self, message: object) -> None:
         self._items.append(message)
         self._count(message, 1)
 
@@ -139,15 +139,15 @@ class RegistryBacklog:
         self._items.appendleft(work)
         self._count(work, 1)
 
-    def head(self) -> Any:
+    def head(self) -> object:
         return self._items[0]
 
-    def pop(self) -> Any:
+    def pop(self) -> object:
         item = self._items.popleft()
         self._count(item, -1)
         return item
 
-    def _count(self, item: Any, step: int) -> None:
+    def _count(self, item: object, step: int) -> None:
         sender = getattr(item, "reply_to", None)
         if sender is not None:
             self._senders[sender] += step
@@ -164,7 +164,7 @@ class SlicedSubscriptions:
         actor_ref: ActorRef[Any]
         actor_loop: asyncio.AbstractEventLoop
 
-        def _dispatch(self, message: Any) -> None: ...
+        def _dispatch(self, message: object) -> None: ...
 
         def _subscribe_range(self, request: AddSubscriptions, start: int, stop: int,
                              changes: Changes, retained: dict[str, AppMessage]) -> None: ...

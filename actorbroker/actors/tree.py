@@ -60,7 +60,7 @@ SESSION_SHARD_INTENSITY = Intensity(max_restarts=100, period=10.0)
 CORE_INTENSITY = Intensity(max_restarts=3, period=10.0)
 
 
-def has_log(config: Config) -> bool:
+def _has_log(config: Config) -> bool:
     """Whether the node keeps a commit log (a storage actor and a keeper)."""
     return config.storage.durability != "memory" and config.node.data_dir is not None
 
@@ -75,7 +75,7 @@ def build_node(config: Config, settings: NodeSettings, *, stats: StatsSource,
         retry=internal_backoff(config), max_queued_messages=0,  # offsets: bounded by bytes
         max_queued_bytes=config.storage.durable_queue_bytes,
         hibernate=not config.limits.queue_qos0_messages,
-        log_qos0=config.storage.log_qos0) if has_log(config) else None
+        log_qos0=config.storage.log_qos0) if _has_log(config) else None
     return Node(settings, stats=stats, owners=owners, durability=durability,
                 retransmit=retransmit)
 
@@ -93,7 +93,7 @@ def registered(names: Names, name: Singleton,
 def core_children(config: Config, node: Node) -> list[ChildSpec]:
     """The core supervisor's children, in start order (see the module doc)."""
     settings, names = node.settings, node.names
-    durable = has_log(config)
+    durable = _has_log(config)
     storage = [ChildSpec(id="storage", shutdown=60.0, start_timeout=STORAGE_START_TIMEOUT,
                          start=registered(names, Singleton.STORAGE, partial(
                              StorageActor.start, StorageSettings.from_config(config), node)))

@@ -143,7 +143,7 @@ class _Refusing:
 class SessionGateway:
     """Implements the transport's ``Gateway``: CONNECT -> session port (loop thread only)."""
 
-    def __init__(self, node: Node, call_later: Callable[..., Any], passwords: PasswordChecks,
+    def __init__(self, node: Node, call_later: Callable[..., object], passwords: PasswordChecks,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._node = node
         self._starting: dict[str, list[ConnectionPort]] = {}

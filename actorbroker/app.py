@@ -1,20 +1,9 @@
 """Top layer: the broker application: supervision tree, embedding API, ``serve``. May import everything.
 
-The tree (docs/architecture.md, "The tree"; a crash in one session costs that client a reconnect)::
-
-    root (one_for_all)
-    +- core (rest_for_one)
-    |  +- registry        RegistryActor: subscriptions, retained index, topic actors
-    |  +- topics          ShardedSupervisor of TopicActors (temporary; the registry starts them)
-    |  +- sessions        ShardedSupervisor of SessionActors (transient; the gateway starts them)
-    |  +- sys             SysActor: $SYS topics
-    +- listeners (one_for_one, last)
-       +- listener-N      ListenerActor per [[listeners]] entry
-       +- http            ListenerActor of the HTTP listener ([http]: metrics, admin API)
-
-Stopping the root stops children in reverse order: listeners first (stop
-accepting, close every connection, so sessions see ConnectionLost and
-publish Wills while the core still runs), then the core.
+The tree (docs/architecture.md, "The tree"; a crash in one session costs that
+client a reconnect) is declared in :mod:`actorbroker.actors.tree`: a core
+(storage, registry, topics, sessions, keeper, sys) and the listeners, last
+(listener-N per ``[[listeners]]`` entry, http for ``[http]``).
 
 Embedding (on a running loop, uvloop in production)::
 
@@ -41,7 +30,6 @@ serve`` command).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import signal
 import threading
@@ -58,12 +46,10 @@ from actorbroker.actors import (
     ListenerHandle,
     Node,
     NodeSettings,
-    RegistryActor,
     SessionGateway,
-    SysActor,
 )
 from actorbroker import collector
-from actorbroker.actors.tree import STORAGE_START_TIMEOUT, durable_children
+from actorbroker.actors.tree import build_node, root_children
 from actorbroker.codec import Properties, ReasonCode
 from actorbroker.actors.connect.owners import Owners
 from actorbroker.actors.connect.password_checks import PasswordChecks
@@ -86,17 +72,13 @@ from actorbroker.transport import (
 )
 from supervisors.runqueue import run_queue_for
 from supervisors import (
-    ChildKind,
     ChildSpec,
     ExitReason,
-    Intensity,
-    ShardedSupervisor,
     Strategy,
     Supervisor,
     exit_future,
     is_abnormal,
     shutdown,
-    supervisor_spec,
     which_children,
 )
 
@@ -105,9 +87,6 @@ __all__ = ["Broker", "BrokerStartError", "RunningBroker", "serve"]
 log = logging.getLogger("actorbroker")
 T = TypeVar("T")
 
-#: A session crash restarts that session; only a storm of them escalates.
-SESSION_SHARD_INTENSITY = Intensity(max_restarts=100, period=10.0)
-CORE_INTENSITY = Intensity(max_restarts=3, period=10.0)
 #: BrokerMetrics fields that are not plain counters (RunningBroker.metrics leaves them out).
 _NOT_COUNTERS = ("drop_log", "dropped", "sync_latency", "loop_lag", "received_qos", "sent_qos")
 #: Seconds between looks at the password and ACL files' modification times.
@@ -122,6 +101,8 @@ class Broker:
         self.config = config or Config()
         self.settings = settings or NodeSettings.from_config(self.config)
         self.node: Node | None = None
+        #: Where the listeners hand CONNECTs to (once started).
+        self.gateway: SessionGateway | None = None
         self._root: ActorRef[Any] | None = None
         self._exit: Any = None
         self._bound: list[ListenerHandle | None] = [None] * len(self.config.listeners)
@@ -186,11 +167,12 @@ class Broker:
                      "([node] data_dir keeps them)")
         security = self.settings.security
         # Session owners count user names only when they are checked (actors/connect/owners.py).
-        node = self.node = Node(self.settings, stats=self.stats,
-                                owners=Owners(checked=security is not None and security.has_users))
+        node = self.node = build_node(
+            self.config, self.settings, stats=self.stats,
+            owners=Owners(checked=security is not None and security.has_users))
         loop = asyncio.get_running_loop()
         checks = self._password_checks = PasswordChecks(loop)
-        node.gateway = gateway = SessionGateway(node, loop.call_later, checks)
+        gateway = self.gateway = SessionGateway(node, loop.call_later, checks)
         listeners = [
             ChildSpec(id=f"listener-{index}",
                       start=partial(ListenerActor.start,
@@ -201,14 +183,8 @@ class Broker:
         ]
         if self.config.http.enabled:
             listeners.append(self._http_spec(node))
-        self._root = Supervisor.start(
-            # The core waits for the storage actor to fold the log (STORAGE_START_TIMEOUT).
-            [dataclasses.replace(
-                supervisor_spec("core", self._core_specs(node), strategy=Strategy.REST_FOR_ONE,
-                                intensity=CORE_INTENSITY), start_timeout=STORAGE_START_TIMEOUT),
-             supervisor_spec("listeners", listeners, strategy=Strategy.ONE_FOR_ONE)],
-            strategy=Strategy.ONE_FOR_ALL, name="root",
-        )
+        self._root = Supervisor.start(root_children(self.config, node, listeners),
+                                      strategy=Strategy.ONE_FOR_ALL, name="root")
         self._exit = exit_future(self._root)
         try:
             await which_children(self._root)  # answered once every child has started
@@ -235,34 +211,6 @@ class Broker:
     def reload(self, why: str = "request") -> None:
         """Run every reload hook now (loop thread; SIGHUP calls it). Never raises."""
         self.reloads.run(why)
-
-    def _core_specs(self, node: Node) -> list[ChildSpec]:
-        settings = node.settings
-        refs = node.refs
-
-        def registry() -> ActorRef[Any]:
-            refs.registry = RegistryActor.start(node)
-            return refs.registry
-
-        def topics() -> ActorRef[Any]:
-            refs.topics = ShardedSupervisor.start(settings.topic_shards, name="topics")
-            return refs.topics
-
-        def sessions() -> ActorRef[Any]:
-            refs.sessions = ShardedSupervisor.start(
-                settings.session_shards, shard_intensity=SESSION_SHARD_INTENSITY,
-                name="sessions")
-            return refs.sessions
-
-        first, after_sessions = durable_children(self.config, node)  # commit log: storage, keeper
-        return [
-            *first,
-            ChildSpec(id="registry", start=registry),
-            ChildSpec(id="topics", start=topics, kind=ChildKind.SUPERVISOR),
-            ChildSpec(id="sessions", start=sessions, kind=ChildKind.SUPERVISOR),
-            *after_sessions,
-            ChildSpec(id="sys", start=partial(SysActor.start, node)),
-        ]
 
     async def _open(self, listener: ListenerConfig, gateway: SessionGateway,
                     prepared: Preflight, index: int) -> ListenerHandle:

@@ -25,7 +25,7 @@ How a message travels: docs/architecture.md.
 from .connect.gateway import ConnectionPort, SessionGateway
 from .connect.listener import ListenerActor, ListenerHandle
 from .names import Names
-from .node import Node, NodeSettings, Refs
+from .node import Node, NodeSettings
 from .session import SessionActor
 from .topics.registry import RegistryActor
 from .topics.sys_topics import SysActor, sys_values
@@ -38,7 +38,6 @@ __all__ = [
     "Names",
     "Node",
     "NodeSettings",
-    "Refs",
     "RegistryActor",
     "SessionActor",
     "SessionGateway",

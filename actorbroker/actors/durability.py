@@ -100,7 +100,7 @@ class SessionDurability:
         return not self._gate and not self.resumed.fetching and not self._retry
 
     def _storage(self) -> Any:
-        return self._node.refs.storage
+        return self._node.names.storage()
 
     # -- stashing records of what the actor saw ------------------------------------
 

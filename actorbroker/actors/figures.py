@@ -89,7 +89,7 @@ def session_figures(node: Node) -> SessionFigures:
 async def storage_figures(node: Node, timeout: float = 1.0) -> dict[str, Any]:
     """The storage actor's figures (appends, segments, bytes, offline queue); empty
     without storage, or when it does not answer within ``timeout`` (busy syncing)."""
-    storage = node.refs.storage
+    storage = node.names.storage()
     if storage is None:
         return {}
     try:

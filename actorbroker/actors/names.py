@@ -17,28 +17,68 @@ session, route through the registry). Persist names, never refs.
 (each session actor adds and removes its own): MQTT 5 shared subscriptions
 prefer online members without asking anyone.
 
+The node's singletons (the registry, the storage and keeper actors, the
+topic and session supervisors) are named too (:class:`Singleton`): the tree
+(actors/tree.py) registers each one as its supervisor starts it, and again
+when it restarts it, so ``names.registry()`` is always the current registry.
+A singleton's name keeps its last ref while it is down (a ``tell`` then
+raises ``ActorDeadError``); a name never registered (no storage in memory
+mode) reads None.
+
 There is one table per node (per :class:`~actorbroker.app.Broker`), not one
 per process, so that tests can run several brokers in one process.
 """
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Any
 
 from pykka import ActorRef
 
-__all__ = ["Names"]
+__all__ = ["Names", "Singleton"]
+
+
+class Singleton(Enum):
+    """The names of a node's one-of-a-kind actors."""
+
+    REGISTRY = "registry"
+    TOPICS = "topics"       # the ShardedSupervisor of topic actors
+    SESSIONS = "sessions"   # the ShardedSupervisor of session actors
+    STORAGE = "storage"     # the StorageActor (never registered: durability "memory")
+    KEEPER = "keeper"       # the KeeperActor of hibernated sessions
 
 
 class Names:
-    """``sessions``: client id -> session actor; ``topics``: topic -> topic actor; ``online``."""
+    """``sessions``: client id -> session actor; ``topics``: topic -> topic actor; ``online``;
+    the singletons by :class:`Singleton`."""
 
-    __slots__ = ("online", "sessions", "topics")
+    __slots__ = ("_singletons", "online", "sessions", "topics")
 
     def __init__(self) -> None:
         self.sessions: dict[str, ActorRef[Any]] = {}
         self.topics: dict[str, ActorRef[Any]] = {}
         self.online: set[str] = set()
+        self._singletons: dict[Singleton, ActorRef[Any]] = {}
+
+    def register(self, name: Singleton, ref: ActorRef[Any]) -> None:
+        """``ref`` is now the node's ``name`` (started or restarted by the tree)."""
+        self._singletons[name] = ref
+
+    def whereis(self, name: Singleton) -> ActorRef[Any] | None:
+        """The current ref of ``name``; None if it was never started."""
+        return self._singletons.get(name)
+
+    def registry(self) -> ActorRef[Any]:
+        """The registry's current ref (RuntimeError before it started)."""
+        ref = self._singletons.get(Singleton.REGISTRY)
+        if ref is None:
+            raise RuntimeError("the registry has not been started")
+        return ref
+
+    def storage(self) -> ActorRef[Any] | None:
+        """The storage actor's current ref; None without a commit log."""
+        return self._singletons.get(Singleton.STORAGE)
 
     def register_session(self, client_id: str, ref: ActorRef[Any]) -> None:
         """``ref`` now serves ``client_id`` (replacing a dead or retired holder)."""

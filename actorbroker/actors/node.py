@@ -1,11 +1,12 @@
-"""Actors layer: what every actor of one node shares: settings, names, metrics, refs. Stdlib, pykka, config, session.
+"""Actors layer: what every actor of one node shares: settings, names, metrics. Stdlib, pykka, config, session.
 
-A :class:`Node` is built once by :mod:`actorbroker.app` and handed to every
-actor's constructor. It holds no actor state of its own: the name table
-(:class:`~.names.Names`), the counters (:class:`~actorbroker.metrics.BrokerMetrics`),
-the transport's counters (read by ``$SYS``), the refs of the node's
-singletons (:class:`Refs`, rewritten when a supervisor restarts one), and the
-gateway, which retiring sessions hand connections back to.
+A :class:`Node` is built once, from the configuration, by
+:func:`actorbroker.actors.tree.build_node`, and handed to every actor's
+constructor. It is frozen: nothing rewrites it while the node runs. It holds
+no actor state of its own: the name table (:class:`~.names.Names`, which also
+names the node's singletons, so that a restarted one is found by name), the
+counters (:class:`~actorbroker.metrics.BrokerMetrics`), the transport's
+counters (read by ``$SYS``) and how sessions use the commit log.
 
 :class:`NodeSettings` turns a :class:`~actorbroker.config.Config` into what
 the cores want: the session core's :class:`~actorbroker.session.SessionConfig`,
@@ -22,7 +23,7 @@ from typing import Any, Protocol
 
 from pykka import ActorRef
 
-from actorbroker.auth import ClientIdPatterns, Security
+from actorbroker.auth import Authenticators, ClientIdPatterns, Security
 from actorbroker.config import Config
 from actorbroker.metrics import BrokerMetrics
 from actorbroker.routing import SharedStrategy
@@ -37,7 +38,7 @@ from .connect.owners import Owners
 from .durability import DurabilitySettings
 from .names import Names
 
-__all__ = ["Node", "NodeSettings", "Refs", "StatsSource"]
+__all__ = ["Node", "NodeSettings", "StatsSource"]
 
 
 class StatsSource(Protocol):
@@ -71,7 +72,7 @@ class NodeSettings:
     shared_strategy: SharedStrategy = SharedStrategy.ROUND_ROBIN
     #: Authenticators by method name (MQTT 5 enhanced authentication) and the
     #: user name / password check; see actorbroker.auth.
-    auth: Any = None
+    auth: Authenticators | None = None
     allow_anonymous: bool = True
     #: The user files and the ACL as loaded now (actorbroker.auth.Security; reloadable).
     security: Security | None = None
@@ -161,26 +162,9 @@ class NodeSettings:
         return cls(**values)
 
 
-@dataclass(slots=True)
-class Refs:
-    """Current refs of the node's singletons (None until started)."""
-
-    registry: ActorRef[Any] | None = None
-    topics: ActorRef[Any] | None = None    # the ShardedSupervisor of topic actors
-    sessions: ActorRef[Any] | None = None  # the ShardedSupervisor of session actors
-    storage: ActorRef[Any] | None = None   # the StorageActor (None: durability "memory")
-    keeper: ActorRef[Any] | None = None    # the KeeperActor of hibernated sessions
-
-
-class Redispatcher(Protocol):
-    """The gateway as a retiring session sees it."""
-
-    def redispatch(self, attach: Any) -> None: ...
-
-
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Node:
-    """Everything the actors of one broker node share (loop thread only)."""
+    """Everything the actors of one broker node share (loop thread only; see the module doc)."""
 
     settings: NodeSettings = field(default_factory=NodeSettings)
     names: Names = field(default_factory=Names)
@@ -188,8 +172,6 @@ class Node:
     owners: Owners = field(default_factory=Owners)
     metrics: BrokerMetrics = field(default_factory=BrokerMetrics)
     stats: StatsSource = field(default_factory=_NoStats)
-    refs: Refs = field(default_factory=Refs)
-    gateway: Redispatcher | None = None
     #: How sessions use the commit log (actors.durability); None without storage.
     durability: DurabilitySettings | None = None
     #: Backoff of in-session resends to MQTT 3.x clients ([retry]); None: off.
@@ -204,11 +186,8 @@ class Node:
         return next(self._epochs)
 
     def registry(self) -> ActorRef[Any]:
-        """The registry's current ref (RuntimeError before it started)."""
-        ref = self.refs.registry
-        if ref is None:
-            raise RuntimeError("the registry has not been started")
-        return ref
+        """The registry's current ref (RuntimeError before it started): ``names.registry()``."""
+        return self.names.registry()
 
     def own_message(self, topic: str, payload: bytes, *, retain: bool, now: float) -> AppMessage:
         """A message the broker publishes itself (``$SYS``): no publisher."""

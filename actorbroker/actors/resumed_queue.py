@@ -146,7 +146,7 @@ class ResumedQueue:
             return  # the queue's limits have no room yet: the next acknowledgement makes some
         self._tokens += 1
         self._fetching = (self._tokens, entries)
-        self._node.refs.storage.tell(Fetch(tuple(e.offset for e in entries),
+        self._node.names.storage().tell(Fetch(tuple(e.offset for e in entries),
                                            self._actor.actor_ref, self._tokens))
 
     def fetched(self, message: Fetched) -> None:

@@ -105,10 +105,12 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
                    Retransmitting, LoopActor):
     """The session of one client id (see the module doc)."""
 
-    def __init__(self, client_id: str, node: Node, *, restarted: bool = False) -> None:
+    def __init__(self, client_id: str, node: Node, *, redispatch: Callable[[Attach], None],
+                 restarted: bool = False) -> None:
         super().__init__()
         self.client_id = client_id
         self._node = node
+        self._redispatch = redispatch  # the gateway's, for Attaches that reach a retiring actor
         self._names = node.names
         self._metrics = node.metrics
         self._core = SessionCore(client_id, node.settings.session)

@@ -92,7 +92,7 @@ class Mqtt5Session:
         then the registry picks another member (see actors/topics/shared_groups.py)."""
         durability = self._durability
         if durability is not None and not journaled:
-            journal_handed_back(self._node.refs.storage, group, self.client_id, messages,
+            journal_handed_back(self._node.names.storage(), group, self.client_id, messages,
                                 durability.durable)
         self._node.registry().tell(RedeliverShared(self.client_id, group, messages))
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from actorbroker.auth import ClientAcl
@@ -74,6 +74,8 @@ class ConnectionLifecycle:
     #: Wall-clock time its last connection ended (None: never connected to this actor).
     last_seen: float | None = None
     _retired: bool
+    #: Hands an Attach that reached this retiring actor back to the gateway.
+    _redispatch: Callable[[Attach], None]
     _reauth: Any
     _durability: Any
     _node: Any
@@ -109,9 +111,7 @@ class ConnectionLifecycle:
         conn = attach.conn
         if self._retired:
             self._forward[conn.conn_id] = attach.port
-            gateway = self._node.gateway
-            assert gateway is not None
-            gateway.redispatch(attach)
+            self._redispatch(attach)
             return
         if conn.closed:
             log.info("client %s from %s: connection closed before it was attached",

@@ -29,6 +29,7 @@ from supervisors import send_after, tell_if_alive
 
 from .durability import SessionDurability
 from .messages import SessionEnded
+from .names import Singleton
 from .node import Node
 from .storage.keeper import Sleeping
 from .storage.requests import Hibernated, LoadSession, SessionLoad
@@ -64,7 +65,7 @@ class DurableSession:
     def _durable_init(self, node: Node) -> None:
         settings = node.durability
         self._durability = (SessionDurability(self, node, settings)
-                            if settings is not None and node.refs.storage is not None else None)
+                            if settings is not None and node.names.storage() is not None else None)
 
     async def _durable_start(self, subscriptions: tuple[Subscription, ...]) -> bool:
         """Take back the durable state the log holds; True if there was one.
@@ -73,7 +74,7 @@ class DurableSession:
         serve when the registry has none.
         """
         durability = self._durability
-        storage = self._node.refs.storage
+        storage = self._node.names.storage()
         if durability is None or storage is None:
             return False
         woken = self._node.woken
@@ -153,7 +154,7 @@ class DurableSession:
         log.debug("client %s: offline session hibernated", shown(self.client_id))
         self._retire()
         expiry = self._core.session_expiry
-        keeper = self._node.refs.keeper
+        keeper = self._node.names.whereis(Singleton.KEEPER)
         durability = self._durability
         will, due = (None, 0.0) if durability is None else durability.wills.hand_over()
         # No keeper (or a dead one): the broker is stopping, and the next start finds the

@@ -25,6 +25,7 @@ from typing import Any
 from aiohttp import web
 
 from actorbroker.actors import RegistryActor
+from actorbroker.actors.names import Singleton
 from actorbroker.routing import is_valid_topic_filter
 from actorbroker.transport import MqttConnection
 from supervisors import actor_of, mailbox_depth
@@ -74,7 +75,7 @@ def session_actor(ctx: OpsContext, client_id: str) -> Any:
 
 def registry_actor(ctx: OpsContext) -> RegistryActor:
     """The registry actor object (read its views on the loop thread); 503 if restarting."""
-    ref = ctx.node.refs.registry
+    ref = ctx.node.names.whereis(Singleton.REGISTRY)
     actor = actor_of(ref) if ref is not None else None
     if not isinstance(actor, RegistryActor) or not ref.is_alive():  # type: ignore[union-attr]
         raise ApiError(503, "the registry is restarting")

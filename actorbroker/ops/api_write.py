@@ -32,6 +32,7 @@ from pykka import ActorDeadError
 
 from actorbroker.actors.admin import DiscardSession, ExpireSession
 from actorbroker.actors.messages import RouteViaRegistry
+from actorbroker.actors.names import Singleton
 from actorbroker.codec import ReasonCode
 from actorbroker.routing import is_valid_topic_name
 from supervisors import crash
@@ -96,7 +97,7 @@ async def _delete_session(ctx: OpsContext, client_id: str) -> dict[str, Any]:
                                 "(connected again?)")
         holder = names.sessions.get(client_id)
         actor = session_actor(ctx, client_id)
-        keeper = ctx.node.refs.keeper
+        keeper = ctx.node.names.whereis(Singleton.KEEPER)
         if actor is not None:
             await _ask(actor.actor_ref, DiscardSession())
         elif keeper is not None:

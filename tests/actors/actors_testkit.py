@@ -123,7 +123,7 @@ class Harness:
 
     @property
     def gateway(self) -> SessionGateway:
-        gateway = self.node.gateway
+        gateway = self.broker.gateway
         assert isinstance(gateway, SessionGateway)
         return gateway
 

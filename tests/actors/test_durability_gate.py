@@ -38,7 +38,8 @@ class Storage:
 
 class Node:
     def __init__(self) -> None:
-        self.refs = type("Refs", (), {"storage": Storage(), "keeper": None})()
+        storage = Storage()
+        self.names = type("Names", (), {"storage": lambda _self: storage})()
         self.metrics = BrokerMetrics()
 
 
@@ -93,7 +94,7 @@ class Actor:
 
     @property
     def appends(self) -> list[Append]:
-        return self.node.refs.storage.appends
+        return self.node.names.storage().appends
 
     def answer(self, append: Append, *, synced: bool = True) -> None:
         offsets = tuple(range(100 * append.token, 100 * append.token + len(append.records)))

@@ -30,7 +30,7 @@ def test_a_big_subscribe_then_its_sessions_requests_stay_in_order(run: Run) -> N
             await sub.expect(UnsubAck, 1)
             # The publish came after the SUBSCRIBE: it found the subscription.
             assert [p.payload for p in sub.of_type(Publish)] == [b"mine"]
-            registry = h.node.refs.registry
+            registry = h.node.names.registry()
             assert await registry.proxy().subscription_count == 0  # the UNSUBSCRIBE came last
     run(main())
 
@@ -50,7 +50,7 @@ def test_other_clients_are_routed_while_a_big_subscribe_is_applied(run: Run) -> 
             # The publish overtook the storm: not all of its 8,000 filters were applied yet.
             assert len(storm.of_type(SubAck)) < 8
             await storm.expect(SubAck, 8)
-            assert await h.node.refs.registry.proxy().subscription_count == 8001
+            assert await h.node.names.registry().proxy().subscription_count == 8001
     run(main())
 
 
@@ -70,7 +70,7 @@ def test_a_big_unsubscribe_and_a_session_end_are_sliced_in_order(run: Run) -> No
             pub.feed(Publish("news", b"1", 0))
             await watcher.expect(Publish, 1)
             await big.expect(SubAck, 2)
-            registry = h.node.refs.registry.proxy()
+            registry = h.node.names.registry().proxy()
             assert await registry.subscriptions_of("b") == {"b/0": 0}
             assert await registry.subscription_count == 2
     run(main())

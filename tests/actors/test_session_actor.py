@@ -6,9 +6,11 @@ from collections.abc import Callable
 from typing import Any
 
 from actors_testkit import FakeConnection, Harness, eventually
+from pykka import ActorDeadError
 
 from actorbroker.ports import Drained
 from actorbroker.actors.messages import Deliver
+from actorbroker.actors.names import Singleton
 from actorbroker.session import AppMessage, QueuePolicy, SessionConfig
 from actorbroker.codec import (
     ConnAck,
@@ -25,6 +27,13 @@ from actorbroker.codec import (
     Will,
 )
 Run = Callable[..., Any]
+
+
+class _Gone:
+    """A ref whose actor has stopped: every tell raises, as pykka's does."""
+
+    def tell(self, message: Any) -> None:
+        raise ActorDeadError("stopped")
 
 
 async def _subscribe(conn: FakeConnection, topic_filter: str, qos: int = 1) -> None:
@@ -225,7 +234,10 @@ def test_a_clean_start_ignores_deliveries_for_the_discarded_subscriptions(run: R
 def test_a_session_that_cannot_start_refuses_with_server_unavailable(run: Run) -> None:
     async def main() -> None:
         async with Harness() as h:
-            sessions, h.node.refs.sessions = h.node.refs.sessions, None
+            names = h.node.names
+            sessions = names.whereis(Singleton.SESSIONS)
+            # The supervisor of sessions is down: starting a session fails.
+            names.register(Singleton.SESSIONS, _Gone())  # type: ignore[arg-type]
             try:
                 conn = h.attach("unlucky")
                 v5 = h.attach("unlucky5", level=5)
@@ -235,7 +247,7 @@ def test_a_session_that_cannot_start_refuses_with_server_unavailable(run: Run) -
                 assert v5.sent == [ConnAck(False, ReasonCode.SERVER_UNAVAILABLE, Properties(
                     reason_string="the session could not be started"))]
             finally:
-                h.node.refs.sessions = sessions
+                names.register(Singleton.SESSIONS, sessions)
     run(main())
 
 

@@ -39,7 +39,7 @@ def test_a_handed_back_message_waits_for_a_member_that_comes_back(run: Run) -> N
             await h.node.names.sessions["m"].stop(block=False)
             await eventually(lambda: "m" not in h.node.names.sessions)
             message = AppMessage("work", b"owed", 1, publisher="p")
-            h.node.refs.registry.tell(RedeliverShared("gone", GROUP, (message,)))
+            h.node.names.registry().tell(RedeliverShared("gone", GROUP, (message,)))
             back = h.attach("m", clean=False, level=5,
                             properties=Properties(session_expiry_interval=600))
             [got] = await back.expect(Publish)
@@ -55,7 +55,7 @@ def test_a_group_without_members_settles_what_it_owed_as_a_counted_drop(run: Run
             await h.node.names.sessions["m"].stop(block=False)
             await eventually(lambda: "m" not in h.node.names.sessions)
             message = AppMessage("work", b"owed", 1, publisher="p")
-            h.node.refs.registry.tell(RedeliverShared("gone", GROUP, (message,)))
+            h.node.names.registry().tell(RedeliverShared("gone", GROUP, (message,)))
             back = h.attach("m", clean=True, level=5)  # Clean Start: the membership ends
             await eventually(lambda: h.node.metrics.dropped.get("shared_unavailable", 0) == 1)
             assert not back.of_type(Publish) and not conn.of_type(Publish)

@@ -53,7 +53,7 @@ def test_topics_published_once_cost_no_actor(run: Run) -> None:
             got = await sub.expect(Publish, 500)
             assert sorted(p.topic for p in got) == sorted(f"many/{i}" for i in range(500))
             assert h.node.metrics.topics == 0
-            assert await h.node.refs.registry.proxy().live_topics() == []
+            assert await h.node.names.registry().proxy().live_topics() == []
     run(main())
 
 
@@ -122,7 +122,7 @@ def test_a_crashed_topic_actor_is_replaced_with_its_subscribers(run: Run) -> Non
             new = h.node.names.topics["fragile"]
             assert new is not ref
             assert await new.proxy().subscribers == {"s": 1}
-            registry = h.node.refs.registry.proxy()
+            registry = h.node.names.registry().proxy()
             assert (await registry.retained_message("fragile")).payload == b"kept"
     run(main())
 
@@ -139,7 +139,7 @@ def test_registry_keeps_one_copy_per_client_at_the_highest_qos(run: Run) -> None
             await sub.expect(Publish)
             topic = h.node.names.topics["x/y"]
             assert await topic.proxy().subscribers == {"s": 2}
-            registry = h.node.refs.registry
+            registry = h.node.names.registry()
             assert await registry.proxy().subscriptions_of("s") == {"x/#": 0, "x/+": 1, "x/y": 2}
             sub.feed(Subscribe(2, (Subscription("x/y", 0),)))  # downgrade one of them
             await sub.expect(SubAck, 2)

@@ -29,7 +29,7 @@ def test_many_new_topics_of_one_read_keep_their_order_per_topic(run: Run) -> Non
                 assert [p.payload for p in got if p.topic == topic] == [
                     f"{round_}".encode() for round_ in range(rounds)]
             await eventually(lambda: len(h.node.names.topics) == 40)
-            registry = h.node.refs.registry
+            registry = h.node.names.registry()
             assert sorted(await registry.proxy().live_topics()) == sorted(topics)
             assert h.node.metrics.topics == 40
     run(main())

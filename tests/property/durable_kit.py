@@ -33,7 +33,8 @@ from actorbroker.actors.storage.requests import (Append, Durable, Fetch, Fetched
 from actorbroker.actors.messages import (AddSubscriptions, RemoveSubscriptions, SessionEnded,
                                          SessionStarted, SessionSubscriptions, SubscriptionsAdded,
                                          SubscriptionsRemoved)
-from actorbroker.actors.node import Node, NodeSettings, Refs
+from actorbroker.actors.names import Singleton
+from actorbroker.actors.node import Node, NodeSettings
 from actorbroker.actors.session import SessionActor
 from actorbroker.actors.storage.reads import load_routing, load_session, message_at
 from actorbroker.actors.storage.recovery import restart_records
@@ -229,9 +230,10 @@ class Shell(SessionActor):
 
 def new_node(config: SessionConfig, log: MemoryLog, registry: MemoryRegistry) -> Node:
     """A node with storage on (mode fsync: early answers) and hibernation."""
-    refs: Any = Refs(registry=registry, storage=log)  # type: ignore[arg-type]
-    return Node(settings=NodeSettings(session=config), refs=refs,
-                durability=DurabilitySettings())
+    node = Node(settings=NodeSettings(session=config), durability=DurabilitySettings())
+    node.names.register(Singleton.REGISTRY, registry)  # type: ignore[arg-type]
+    node.names.register(Singleton.STORAGE, log)  # type: ignore[arg-type]
+    return node
 
 
 def new_actor(node: Node, client_id: str, loop: asyncio.AbstractEventLoop,
@@ -242,11 +244,15 @@ def new_actor(node: Node, client_id: str, loop: asyncio.AbstractEventLoop,
         node.woken.add(client_id)
     supervisors.use_loop(loop)
     try:
-        actor = Shell(client_id, node)
+        actor = Shell(client_id, node, redispatch=_no_gateway)
     finally:
         supervisors.use_loop(None)
     actor._clock = clock  # noqa: SLF001 (the machine's time, not the loop's)
     return actor
+
+
+def _no_gateway(attach: Any) -> None:
+    raise AssertionError("the machine attaches to live actors only: it has no gateway")
 
 
 def run_start(actor: Shell) -> Shell:

@@ -12,9 +12,7 @@ change (``actorbroker/reload.py``).
 
 from __future__ import annotations
 
-from typing import Any
-
-from supervisors import tell_if_alive
+from supervisors import Teller, tell_if_alive
 
 from ..messages import Reauthorize
 from ..node import Node
@@ -29,7 +27,8 @@ def reload_auth_files(node: Node) -> str:
     assert security is not None
     loaded = security.reload()
     if security.acl_file:
-        refs: list[Any] = list(node.names.sessions.values())
+        # Teller: the table also holds hibernated sessions' placeholders (Sleeping).
+        refs: list[Teller] = list(node.names.sessions.values())
         for ref in refs:
             if type(ref) is not Sleeping:
                 # One that stopped meanwhile: its successor takes the ACL at its attach.

@@ -25,14 +25,17 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from actorbroker.auth import Authenticators, Continue, Exchange, Failure, Success
-from actorbroker.codec import Auth, Disconnect, Properties, ReasonCode
+from actorbroker.codec import Auth, Disconnect, Packet, Properties, ReasonCode
 from actorbroker.ports import ConnectionLost, Inbound
 from actorbroker.session import refuse
 
 from ..messages import Attach
+
+if TYPE_CHECKING:  # the gateway starts an AuthPort: a cycle for the types only
+    from .gateway import SessionGateway
 
 __all__ = ["AuthPort", "Reauthentication"]
 
@@ -51,7 +54,7 @@ class AuthPort:
 
     __slots__ = ("_gateway", "_attach", "_exchange", "_over")
 
-    def __init__(self, gateway: Any, attach: Attach, exchange: Exchange) -> None:
+    def __init__(self, gateway: SessionGateway, attach: Attach, exchange: Exchange) -> None:
         self._gateway = gateway
         self._attach = attach
         self._exchange = exchange
@@ -75,7 +78,7 @@ class AuthPort:
         elif cls is ConnectionLost:
             self._over = True
 
-    def _packet(self, packet: Any) -> None:
+    def _packet(self, packet: Packet) -> None:
         method = self._exchange.method
         if type(packet) is Disconnect:
             self._over = True  # the transport closes the connection

@@ -57,11 +57,12 @@ from pykka import ActorDeadError, ActorRef
 
 from actorbroker.auth import Exchange
 from actorbroker.codec import Connect, ConnectReturnCode, protocol_name, shown
-from actorbroker.ports import Inbound
+from actorbroker.ports import Connection, Inbound, SessionPort
 from actorbroker.session import Accepted, Refused, auth_method_served, decide, refuse
-from supervisors import ChildSpec, LoopFuture, Restart, start_sharded_child
+from supervisors import ChildSpec, LoopFuture, Restart, Teller, start_sharded_child
 
 from ..messages import Attach
+from ..names import Singleton
 from ..node import Node
 from ..session import SessionActor
 from ..storage.keeper import Sleeping
@@ -79,7 +80,7 @@ class _Closed:
 
     __slots__ = ()
 
-    def tell(self, message: Any) -> None:
+    def tell(self, message: object) -> None:
         return None
 
 
@@ -92,10 +93,10 @@ class ConnectionPort:
     __slots__ = ("target", "_held")
 
     def __init__(self) -> None:
-        self.target: Any = None
-        self._held: list[Any] = []
+        self.target: Teller | None = None
+        self._held: list[object] = []
 
-    def tell(self, message: Any) -> None:
+    def tell(self, message: object) -> None:
         """Forward ``message`` to the session (ActorDeadError if it died), or hold it."""
         target = self.target
         if target is None:
@@ -103,7 +104,7 @@ class ConnectionPort:
         else:
             target.tell(message)
 
-    def bind(self, ref: Any) -> None:
+    def bind(self, ref: Teller) -> None:
         """Point at ``ref``; forward what was held, in order.
 
         If ``ref`` is dead (ActorDeadError), what was not forwarded stays held
@@ -119,7 +120,7 @@ class ConnectionPort:
         """Hold again (the session is being replaced)."""
         self.target = None
 
-    def take_held(self) -> list[Any]:
+    def take_held(self) -> list[object]:
         """Remove and return what is held, and drop everything from now on."""
         held, self._held = self._held, []
         self.target = _CLOSED
@@ -131,10 +132,10 @@ class _Refusing:
 
     __slots__ = ("_conn",)
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Connection) -> None:
         self._conn = conn
 
-    def tell(self, message: Any) -> None:
+    def tell(self, message: object) -> None:
         if type(message) is Inbound:
             self._conn.batch_done()  # its read credit back; the packets are not handled
 
@@ -142,7 +143,7 @@ class _Refusing:
 class SessionGateway:
     """Implements the transport's ``Gateway``: CONNECT -> session port (loop thread only)."""
 
-    def __init__(self, node: Node, call_later: Callable[..., Any], passwords: PasswordChecks,
+    def __init__(self, node: Node, call_later: Callable[..., object], passwords: PasswordChecks,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._node = node
         self._starting: dict[str, list[ConnectionPort]] = {}
@@ -150,7 +151,7 @@ class SessionGateway:
         self._passwords = passwords
         self.login = Login(node.settings, node.owners, clock)
 
-    def connect(self, conn: Any, packet: Connect) -> Any:
+    def connect(self, conn: Connection, packet: Connect) -> SessionPort | None:
         """Accept or refuse ``packet`` (the rules: ``session/connect.py``); never raises for a
         peer's sake. The connection's port, or None if it was refused."""
         identity = conn.identity
@@ -175,7 +176,7 @@ class SessionGateway:
                                verified=identity is not None)
         return self._admitted(conn, decision.assigned, admitted)
 
-    def _checked(self, conn: Any, decision: Accepted, port: ConnectionPort, ok: bool) -> None:
+    def _checked(self, conn: Connection, decision: Accepted, port: ConnectionPort, ok: bool) -> None:
         """The password of ``decision``'s CONNECT was checked: go on with the login, through
         ``port``."""
         if conn.closed:  # gone meanwhile: what it sent goes nowhere, nothing was claimed
@@ -189,8 +190,8 @@ class SessionGateway:
         elif target is not port:  # a refusal's, which drops reads and gives their credit back
             port.bind(target)
 
-    def _admitted(self, conn: Any, assigned: bool, admitted: Admitted | Refused,
-                  port: ConnectionPort | None = None) -> Any:
+    def _admitted(self, conn: Connection, assigned: bool, admitted: Admitted | Refused,
+                  port: ConnectionPort | None = None) -> SessionPort | None:
         """After the login: refuse, or attach to the session through ``port`` (a new one if
         None); what the connection tells from now on, or None if it was refused."""
         if isinstance(admitted, Refused):
@@ -209,12 +210,15 @@ class SessionGateway:
         if method is None:
             self._dispatch(attach)
             return port
-        auth_port = AuthPort(self, attach, Exchange(auth.get(method), client_id))
+        # auth_method_served let the method through: the node serves it.
+        authenticator = None if auth is None else auth.get(method)
+        assert authenticator is not None
+        auth_port = AuthPort(self, attach, Exchange(authenticator, client_id))
         port.bind(auth_port)
         auth_port.start()
         return port
 
-    def refuse(self, conn: Any, refused: Refused) -> Any:
+    def refuse(self, conn: Connection, refused: Refused) -> SessionPort | None:
         """Carry out ``refused``: now, or after its delay (the connection meanwhile points at
         a port that drops its reads, which this returns; None otherwise)."""
         if refused.delay <= 0:
@@ -270,13 +274,13 @@ class SessionGateway:
 
     def _start(self, client_id: str) -> None:
         node = self._node
-        sessions = node.refs.sessions
+        sessions = node.names.whereis(Singleton.SESSIONS)
         if sessions is None:
             self._started(client_id, None)
             return
         spec = ChildSpec(
             id=client_id,
-            start=SessionStarter(client_id, node, SessionActor.start),
+            start=SessionStarter(client_id, node, SessionActor.start, self.redispatch),
             restart=Restart.TRANSIENT,
         )
         future: LoopFuture[ActorRef[Any]] = start_sharded_child(sessions, client_id, spec)
@@ -313,29 +317,36 @@ class SessionGateway:
 
 
 class SessionStarter:
-    """A session child's start function; the first call starts it fresh, later ones are restarts."""
+    """A session child's start function; the first call starts it fresh, later ones are restarts.
 
-    __slots__ = ("_client_id", "_node", "_start", "_starts")
+    Each session gets the gateway's ``redispatch``, for the Attaches that reach it
+    while it retires (a callable, so that the node need not hold the gateway).
+    """
 
-    def __init__(self, client_id: str, node: Node, start: Any) -> None:
+    __slots__ = ("_client_id", "_node", "_redispatch", "_start", "_starts")
+
+    def __init__(self, client_id: str, node: Node, start: Callable[..., ActorRef[Any]],
+                 redispatch: Callable[[Attach], None]) -> None:
         self._client_id = client_id
         self._node = node
         self._start = start
+        self._redispatch = redispatch
         self._starts = 0
 
     def __call__(self) -> ActorRef[Any]:
         self._starts += 1
-        ref: ActorRef[Any] = self._start(self._client_id, self._node, restarted=self._starts > 1)
+        ref: ActorRef[Any] = self._start(self._client_id, self._node, redispatch=self._redispatch,
+                                         restarted=self._starts > 1)
         return ref
 
 
-def _refuse_if_open(conn: Any, refused: Refused) -> None:
+def _refuse_if_open(conn: Connection, refused: Refused) -> None:
     """A delayed refusal: unless the client went meanwhile."""
     if not conn.closed:
         _send_refusal(conn, refused)
 
 
-def _send_refusal(conn: Any, refused: Refused) -> None:
+def _send_refusal(conn: Connection, refused: Refused) -> None:
     """Queue the refusing CONNACK (if the version has one for it), log, and close."""
     host, port = conn.peer
     log.info("refused client %s from %s:%s (%s): %s", shown(conn.client_id), host, port,

@@ -61,6 +61,7 @@ from actorbroker.persistence.records import Record, WillSet
 from actorbroker.persistence.syncjob import SyncJob
 from supervisors import ThreadActor
 
+from ..names import Singleton
 from ..node import Node
 from .history import History
 from .lost import LostOffsets, Outage
@@ -82,7 +83,7 @@ from .requests import (
     StorageStatus,
     Tick,
 )
-from .sync import SyncDone, SyncDue, SyncPipeline
+from .sync import Placed, SyncDone, SyncDue, SyncPipeline
 
 __all__ = ["StorageActor", "StorageSettings"]
 
@@ -91,7 +92,6 @@ log = logging.getLogger("actorbroker.storage")
 #: Appends taken into one batch at most (bounds the time to the first reply).
 _MAX_BATCH = 2048
 #: An Append of a batch, the records written of it, and their offsets (-1: left out).
-_Placed = tuple[Append, tuple[Record, ...], tuple[int, ...]]
 
 
 class _Drain:
@@ -204,7 +204,8 @@ class StorageActor(ThreadActor):
     def _read(self, message: Any) -> Any:
         cls = type(message)
         if cls is LoadSession:
-            return load_session(self.log, self.state, message.client_id, self._node.refs.keeper)
+            return load_session(self.log, self.state, message.client_id,
+                                self._node.names.whereis(Singleton.KEEPER))
         elif cls is LoadRouting:
             return load_routing(self.log, self.state)
         elif cls is LoadOffline:
@@ -328,7 +329,7 @@ class StorageActor(ThreadActor):
             self._lost.lost(current.next_offset, end)  # routed with these offsets
         self._refuse([a for a, _, _ in lost], error)
 
-    def _answer(self, placed: list[_Placed], position: int) -> None:
+    def _answer(self, placed: list[Placed], position: int) -> None:
         """Fold synced batches into the state and tell their senders ``Durable``."""
         state = self.state
         for append, records, offsets in placed:
@@ -353,10 +354,10 @@ class StorageActor(ThreadActor):
         self._segments = current.segment_count
         return True
 
-    def _place(self, current: CommitLog, batch: list[Append]) -> list[_Placed]:
+    def _place(self, current: CommitLog, batch: list[Append]) -> list[Placed]:
         """Append each Append's records (buffered); one that cannot be is refused alone."""
         lost = self._lost
-        placed: list[_Placed] = []
+        placed: list[Placed] = []
         for append in batch:
             try:
                 records, kept = lost.keep(append.records)
@@ -370,7 +371,7 @@ class StorageActor(ThreadActor):
                 _tell(append.reply_to, NotDurable(append.token, 0x80, f"cannot store: {exc}"))
         return placed
 
-    def _write(self, current: CommitLog, placed: list[_Placed]) -> bool:
+    def _write(self, current: CommitLog, placed: list[Placed]) -> bool:
         """Write the batch, then tell its early senders (before the fdatasync); False if the
         write failed (then the batch is refused)."""
         try:
@@ -408,7 +409,7 @@ class StorageActor(ThreadActor):
             current, lambda: None if house is None else house.retain(current, self.state))
 
     def _report_drops(self) -> None:
-        keeper = self._node.refs.keeper
+        keeper = self._node.names.whereis(Singleton.KEEPER)
         for client_id, reason, topic in self.state.drops:
             _tell(keeper, OfflineDropped(client_id, reason, topic))
         self.state.drops.clear()

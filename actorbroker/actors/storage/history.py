@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections import deque
-from typing import Any
-
 from actorbroker.persistence.records import Subscribed, Unsubscribed
+
+from .requests import Append
 
 __all__ = ["DRAIN_RECORDS", "History"]
 
@@ -40,7 +40,7 @@ DRAIN_RECORDS = 512
 _DEFERRABLE = (Subscribed, Unsubscribed)
 
 
-def _client_ids(append: Any) -> set[str]:
+def _client_ids(append: Append) -> set[str]:
     return {cid for r in append.records if (cid := getattr(r, "client_id", None)) is not None}
 
 
@@ -50,14 +50,14 @@ class History:
     __slots__ = ("_appends", "_clients", "records")
 
     def __init__(self) -> None:
-        self._appends: deque[tuple[str, Any]] = deque()
+        self._appends: deque[tuple[str, Append]] = deque()
         self._clients: dict[str, int] = {}  # deferred appends per client id
         self.records = 0
 
     def __bool__(self) -> bool:
         return bool(self._appends)
 
-    def defer(self, append: Any) -> bool:
+    def defer(self, append: Append) -> bool:
         """Keep ``append`` for later if nobody waits for it and it is history of one
         client; False: write it now (after :meth:`before`)."""
         records = append.records
@@ -65,7 +65,7 @@ class History:
             return False
         cid = None
         for record in records:
-            if type(record) not in _DEFERRABLE or cid not in (None, record.client_id):
+            if not isinstance(record, _DEFERRABLE) or cid not in (None, record.client_id):
                 return False
             cid = record.client_id
         assert cid is not None
@@ -74,34 +74,34 @@ class History:
         self.records += len(records)
         return True
 
-    def split(self, batch: list[Any]) -> list[Any]:
+    def split(self, batch: list[Append]) -> list[Append]:
         """What of ``batch`` to write now, in order: the appends not deferred, after the
         deferred ones of their client ids (usually none)."""
         now = [append for append in batch if not self.defer(append)]
         if not now or not self._clients:
             return now
-        ordered: list[Any] = []
+        ordered: list[Append] = []
         for append in now:
             ordered += self.of(_client_ids(append))
             ordered.append(append)
         return ordered
 
-    def of(self, client_ids: set[str]) -> list[Any]:
+    def of(self, client_ids: set[str]) -> list[Append]:
         """The deferred appends of ``client_ids``, taken out in order."""
         wanted = client_ids & self._clients.keys()
         if not wanted:
             return []
-        taken: list[tuple[str, Any]] = []
-        kept: deque[tuple[str, Any]] = deque()
+        taken: list[tuple[str, Append]] = []
+        kept: deque[tuple[str, Append]] = deque()
         for cid, append in self._appends:
             (taken if cid in wanted else kept).append((cid, append))
         self._appends = kept
         return [self._forget(cid, append) for cid, append in taken]
 
-    def take(self, limit: int = DRAIN_RECORDS) -> list[Any]:
+    def take(self, limit: int = DRAIN_RECORDS) -> list[Append]:
         """The oldest deferred appends, ``limit`` records' worth: a larger one is split
         (nobody waits for its answer, so its parts can be written apart)."""
-        taken: list[Any] = []
+        taken: list[Append] = []
         appends = self._appends
         while appends and limit > 0:
             cid, append = appends[0]
@@ -116,12 +116,12 @@ class History:
             taken.append(self._forget(cid, append))
         return taken
 
-    def take_all(self) -> list[Any]:
+    def take_all(self) -> list[Append]:
         taken = [self._forget(cid, a) for cid, a in self._appends]
         self._appends.clear()
         return taken
 
-    def _forget(self, cid: str, append: Any) -> Any:
+    def _forget(self, cid: str, append: Append) -> Append:
         left = self._clients[cid] - 1
         if left:
             self._clients[cid] = left

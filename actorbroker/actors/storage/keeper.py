@@ -42,6 +42,7 @@ queues from the ``PublishAccepted``).
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 import itertools
 import logging
@@ -88,7 +89,7 @@ class Sleeping:
 
     __slots__ = ("_node", "client_id")
 
-    def __init__(self, client_id: str, node: Any) -> None:
+    def __init__(self, client_id: str, node: Node) -> None:
         self.client_id = client_id
         self._node = node
 
@@ -146,11 +147,11 @@ class KeeperActor(LoopActor):
         self._wills: dict[str, tuple[WillSet, Sleeping]] = {}  # pending, of hibernated sessions
         self._sending: dict[int, tuple[str, AppMessage]] = {}  # token -> Will being stored
         self._tokens = 0
-        self._timer: Any = None
+        self._timer: asyncio.TimerHandle | None = None
 
     async def on_start(self) -> None:  # type: ignore[override]
         node = self._node
-        storage = node.refs.storage
+        storage = node.names.storage()
         if storage is not None:
             offline = await storage.ask(LoadOffline(), block=False)
             now, wall = self._now(), time.time()
@@ -226,7 +227,7 @@ class KeeperActor(LoopActor):
 
     def _tick(self) -> None:
         self._timer = None
-        tell_if_alive(self._node.refs.storage, Tick())
+        tell_if_alive(self._node.names.storage(), Tick())
         now = self._now()
         while self._deadlines and self._deadlines[0][0] <= now:
             _, _, kind, client_id, sleeping = heapq.heappop(self._deadlines)
@@ -250,7 +251,7 @@ class KeeperActor(LoopActor):
             self._publish(client_id, pending[0])
         node.registry().tell(SessionEnded(client_id))
         node.owners.release(client_id)
-        storage = node.refs.storage
+        storage = node.names.storage()
         if storage is not None:
             storage.tell(Append((SessionExpired(client_id, timestamp_us=int(time.time() * 1e6)),),
                                 None, 0))
@@ -299,7 +300,7 @@ class KeeperActor(LoopActor):
         self._sending[self._tokens] = (client_id, message)
         log.info("client %s: publishing its Will to %s (its connection ended without "
                  "DISCONNECT [MQTT-3.1.2-8])", shown(client_id), shown(will.topic))
-        if not tell_if_alive(self._node.refs.storage,
+        if not tell_if_alive(self._node.names.storage(),
                              Append(tuple(records), self.actor_ref, self._tokens)):
             self._stored(NotDurable(self._tokens, 0x80, "the storage actor is not running"))
 

@@ -10,15 +10,15 @@ import logging
 import time
 from typing import Any
 
-from pykka import ActorDeadError
-
 from actorbroker.durable import DurableState, OffsetQueue, will_due_us
 from actorbroker.durable.journal import message_of, subscription_of
 from actorbroker.errors import StorageError
 from actorbroker.persistence import CommitLog
 from actorbroker.persistence.records import WillSet
 from actorbroker.session import AppMessage
+from supervisors import Teller, tell_if_alive
 
+from .recovery import Housekeeper
 from .requests import OfflineSession, PendingWill, RestoredFlight, RoutingLoad, SessionLoad
 
 __all__ = ["load_offline", "load_routing", "load_session", "load_wills", "message_at",
@@ -27,14 +27,9 @@ __all__ = ["load_offline", "load_routing", "load_session", "load_wills", "messag
 log = logging.getLogger("actorbroker.storage")
 
 
-def tell(ref: Any, message: Any) -> None:
+def tell(ref: Teller | None, message: object) -> None:
     """Tell ``ref`` (if any); a dead one is fine (the records are stored all the same)."""
-    if ref is None:
-        return
-    try:
-        ref.tell(message)
-    except ActorDeadError:
-        pass  # the session is gone; its records are stored all the same
+    tell_if_alive(ref, message)
 
 
 def message_at(current: CommitLog | None, offset: int) -> AppMessage | None:
@@ -50,7 +45,7 @@ def message_at(current: CommitLog | None, offset: int) -> AppMessage | None:
 
 
 def load_session(current: CommitLog | None, state: DurableState, client_id: str,
-                 keeper: Any) -> SessionLoad | None:
+                 keeper: Teller | None) -> SessionLoad | None:
     """What a resumed durable session starts from; None if the log has no such session."""
     image = state.sessions.get(client_id)
     if image is None:
@@ -102,7 +97,8 @@ def load_wills(state: DurableState, cut: dict[str, WillSet]) -> tuple[PendingWil
                  if cid in sessions or cut.get(cid) is will)
 
 
-def status_figures(current: CommitLog | None, state: DurableState, house: Any, mode: str,
+def status_figures(current: CommitLog | None, state: DurableState, house: Housekeeper | None,
+                   mode: str,
                    failure: StorageError | None, batches: int, records: int) -> dict[str, Any]:
     """The storage actor's figures for ``StorageStatus`` ($SYS, tests, the CLI)."""
     figures: dict[str, Any] = {

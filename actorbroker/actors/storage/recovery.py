@@ -244,7 +244,7 @@ class Housekeeper:
         state.apply(start, CheckpointStarted(damaged, timestamp_us=0))
         return state, start, f"what survives of checkpoint {damaged}"
 
-    def _snapshot_problem(self, current: CommitLog, state: Any, offset: int) -> str | None:
+    def _snapshot_problem(self, current: CommitLog, state: object, offset: int) -> str | None:
         if not isinstance(state, DurableState):
             return f"it holds a {type(state).__name__}"
         if not current.first_offset <= offset <= current.next_offset:

@@ -26,13 +26,13 @@ the loop). It never asks anyone.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from actorbroker.codec import Subscription
 from actorbroker.codec.frozen import quick_init
 from actorbroker.durable import OffsetQueue
 from actorbroker.persistence.records import Record, WillSet
 from actorbroker.session import AppMessage
+from supervisors import Teller
 
 __all__ = [
     "Append",
@@ -68,7 +68,7 @@ class Append:
     """
 
     records: tuple[Record, ...]
-    reply_to: Any
+    reply_to: Teller | None
     token: int
     early: bool = False
 
@@ -105,7 +105,7 @@ class Fetch:
     """Read back the messages logged at ``offsets``; answer :class:`Fetched` with ``token``."""
 
     offsets: tuple[int, ...]
-    reply_to: Any
+    reply_to: Teller
     token: int
 
 

@@ -24,15 +24,19 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from actorbroker.codec.frozen import quick_init
 from actorbroker.metrics import Histogram
 from actorbroker.persistence import CommitLog
+from actorbroker.persistence.records import Record
 from actorbroker.persistence.syncjob import SyncJob
 
-__all__ = ["SyncDone", "SyncDue", "SyncPipeline"]
+from .requests import Append
 
+__all__ = ["Placed", "SyncDone", "SyncDue", "SyncPipeline"]
+
+#: An Append as written: its records (with the actor's own) and their offsets in the log.
+Placed = tuple[Append, tuple[Record, ...], tuple[int, ...]]
 
 @quick_init
 @dataclass(frozen=True, slots=True)
@@ -54,9 +58,9 @@ class SyncPipeline:
     __slots__ = ("unsynced", "job", "covered", "lingering", "linger", "_tell", "_queue",
                  "_thread", "_latency")
 
-    def __init__(self, tell: Callable[[Any], None], linger: float,
+    def __init__(self, tell: Callable[[object], None], linger: float,
                  latency: Histogram | None = None) -> None:
-        self.unsynced: list[Any] = []  # the actor's placed Appends, in log order
+        self.unsynced: list[Placed] = []  # the actor's placed Appends, in log order
         self.job: SyncJob | None = None
         self.covered = 0  # how many of ``unsynced`` the job in flight covers
         self.lingering = False
@@ -85,7 +89,7 @@ class SyncPipeline:
         self.lingering = True
         self._queue.put(self.linger)
 
-    def take(self) -> list[Any]:
+    def take(self) -> list[Placed]:
         """The batches the finished job covered, removed from ``unsynced``."""
         done = self.unsynced[:self.covered]
         del self.unsynced[:self.covered]

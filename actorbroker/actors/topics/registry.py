@@ -63,10 +63,10 @@ from pykka import ActorRef
 
 from actorbroker.codec import Subscription
 from actorbroker.ports import ReadCredit
-from actorbroker.routing import FilterTrie, RetainedIndex, parse_shared
+from actorbroker.routing import FilterTrie, RetainedIndex, SharedFilter, parse_shared
 from actorbroker.session import AppMessage
 from actorbroker.session.suboptions import SubOptions
-from supervisors import Down, LoopActor, is_abnormal, tell_if_alive
+from supervisors import Down, ExitReason, LoopActor, Teller, is_abnormal, tell_if_alive
 
 from ..messages import (
     AddSubscriptions,
@@ -96,13 +96,13 @@ from .registry_slices import (SLICE, Continue, RegistryBacklog, RemoveWork, Slic
 from .shared_groups import Reachable, SharedIndex, hash_key, journal_handed_back, journal_routed, pick
 from .subscribers import deliver_once
 from .topic import TopicActor
-from .topic_table import HotTopics, TopicTable
+from .topic_table import HotTopics, TopicPort, TopicTable
 
 __all__ = ["RegistryActor"]
 
 log = logging.getLogger("actorbroker.registry")
 
-Change = tuple[str, Any, Grant | None]  # the filter: a str, or a SharedFilter
+Change = tuple[str, str | SharedFilter, Grant | None]  # a client's filter, and its grant
 
 
 class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
@@ -212,13 +212,13 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
     # -- subscriptions ---------------------------------------------------------
 
     def _subscribe(self, request: AddSubscriptions) -> None:
-        changes: dict[ActorRef[Any], list[Change]] = {}
+        changes: dict[Teller, list[Change]] = {}
         retained: dict[str, AppMessage] = {}
         self._subscribe_range(request, 0, len(request.subscriptions), changes, retained)
         self._subscribed(request, changes, retained)
 
     def _subscribe_range(self, request: AddSubscriptions, start: int, stop: int,
-                         changes: dict[ActorRef[Any], list[Change]],
+                         changes: dict[Teller, list[Change]],
                          retained: dict[str, AppMessage]) -> None:
         """Apply ``request.subscriptions[start:stop]``; gather topic actors' changes and
         the retained messages to send."""
@@ -244,7 +244,7 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
             for topic, message in self._retained.match(topic_filter):
                 retained[topic] = message
 
-    def _subscribed(self, request: AddSubscriptions, changes: dict[ActorRef[Any], list[Change]],
+    def _subscribed(self, request: AddSubscriptions, changes: dict[Teller, list[Change]],
                     retained: dict[str, AppMessage]) -> None:
         """Tell the topic actors, then the session (its SUBACK goes after the changes)."""
         self._notify(changes)
@@ -259,7 +259,7 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
 
     def _remove(self, client_id: str, topic_filters: tuple[str, ...] | list[str]) -> None:
         client = self._clients.get(client_id)
-        changes: dict[ActorRef[Any], list[Change]] = {}
+        changes: dict[Teller, list[Change]] = {}
         for topic_filter in topic_filters:
             if self._shared.remove(topic_filter, client_id):
                 shared = parse_shared(topic_filter)
@@ -289,7 +289,7 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
             self._remove(client_id, filters)
         self._clean.pop(client_id, None)
 
-    def _notify(self, changes: dict[ActorRef[Any], list[Change]]) -> None:
+    def _notify(self, changes: dict[Teller, list[Change]]) -> None:
         for ref, items in changes.items():
             tell_if_alive(ref, SubscribersChanged(tuple(items)))
 
@@ -322,7 +322,7 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
         tried = {leaving}
         while group is not None:
             choice = pick(group, hash_key(message), names.online,
-                          Reachable(names.sessions, self._node.refs.storage), tried)
+                          Reachable(names.sessions, self._node.names.storage()), tried)
             if choice is None:
                 break
             if self._deliver_shared(whole, choice[0], choice[1], message):
@@ -343,7 +343,7 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
     def _settle_unavailable(self, whole: str, leaving: str,
                             messages: tuple[AppMessage, ...] | list[AppMessage]) -> None:
         """No member is left to take ``messages``: the group owes them no more (counted)."""
-        journal_routed(self._node.refs.storage, whole, "", messages, NO_GRANT)
+        journal_routed(self._node.names.storage(), whole, "", messages, NO_GRANT)
         for message in messages:
             self._node.metrics.drop("shared_unavailable", client_id=leaving, topic=message.topic)
 
@@ -360,7 +360,7 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
         ref: Any = self._node.names.sessions.get(client_id)  # an ActorRef or a Sleeping
         if ref is None:
             return False
-        storage = self._node.refs.storage
+        storage = self._node.names.storage()
         unqueued = journal_routed(storage, whole, client_id, (message,), grant)
         if type(ref) is Sleeping:  # hibernated: the SharedRouted record is its queue
             return not unqueued
@@ -393,6 +393,7 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
                 if credit is not None:
                     credit.hold(1)
                 return
+            assert isinstance(ref, ActorRef)  # a port holds what it is told: it never dies
             self._forget(topic, ref)
         if self._hot.seen(topic, self.actor_loop.time(), len(messages)) or (
                 len(self._shared) and self._shared.match(topic)):
@@ -428,7 +429,7 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
                 subscribers.setdefault(client_id, {})[topic_filter] = grant
         return subscribers
 
-    def _start_topic(self, topic: str) -> Any:
+    def _start_topic(self, topic: str) -> TopicPort:
         """Start the topic actor of ``topic``; return the port that stands for it meanwhile."""
         shared = self._shared.match(topic) if len(self._shared) else None
         return self._live.start(topic, partial(
@@ -447,7 +448,7 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
         self._forget(topic, ref)
         tell_if_alive(ref, StopTopic())
 
-    def _topic_down(self, ref: ActorRef[Any], reason: Any) -> None:
+    def _topic_down(self, ref: ActorRef[Any], reason: ExitReason) -> None:
         topic = self._live.topic_of(ref)
         if topic is None:
             return

@@ -19,6 +19,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from actorbroker.codec import Subscription
 from actorbroker.durable.journal import blob_of
 from actorbroker.persistence.records import RetainedCleared, RetainedSet
 from actorbroker.session import AppMessage
@@ -44,13 +45,13 @@ class DurableRegistry:
 
     async def _load_durable(self) -> None:
         """Take the durable subscriptions and the retained messages from the storage actor."""
-        storage = self._node.refs.storage
+        storage = self._node.names.storage()
         if storage is None:
             return
         load: RoutingLoad = await storage.ask(LoadRouting(), block=False)
         count = 0
         for client_id, level, subscriptions in load.subscriptions:
-            by_id: dict[int, list[Any]] = {}
+            by_id: dict[int, list[Subscription]] = {}
             for sub, sub_id in subscriptions:
                 by_id.setdefault(sub_id, []).append(sub)
             epoch = self._node.next_epoch()
@@ -68,7 +69,7 @@ class DurableRegistry:
 
     def _journal_retained(self, message: AppMessage) -> None:
         """Store a retained change that no PublishAccepted record carries (QoS 0, not $SYS)."""
-        storage = self._node.refs.storage
+        storage = self._node.names.storage()
         if storage is None or message.log_offset >= 0 or message.topic.startswith("$"):
             return
         ts = int(time.time() * 1e6)

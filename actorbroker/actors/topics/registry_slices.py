@@ -34,10 +34,19 @@ import asyncio
 from collections import Counter, deque
 from typing import TYPE_CHECKING, Any
 
-from supervisors import Down, tell_if_alive
+from pykka import ActorRef
+
+from actorbroker.session import AppMessage
+from supervisors import Down, Teller, tell_if_alive
 
 from ..messages import (AddSubscriptions, RouteBatchViaRegistry, RouteViaRegistry,
                        SubscriptionsRemoved, TopicIdle, TopicStarted)
+
+if TYPE_CHECKING:  # the registry is the mixin's actor: a cycle for the types only
+    from .registry import Change
+
+    #: What a slice changes, per topic actor (the registry tells each its list).
+    Changes = dict[Teller, list[Change]]
 
 __all__ = ["SLICE", "Continue", "RegistryBacklog", "RemoveWork", "SlicedSubscriptions",
            "SubscribeWork"]
@@ -65,14 +74,14 @@ class SubscribeWork:
     def __init__(self, request: AddSubscriptions) -> None:
         self.request = request
         self.done = 0  # subscriptions applied (and told to the topic actors) so far
-        self.retained: dict[str, Any] = {}
+        self.retained: dict[str, AppMessage] = {}
 
     @property
     def finished(self) -> bool:
         return self.done >= len(self.request.subscriptions)
 
     @property
-    def reply_to(self) -> Any:
+    def reply_to(self) -> ActorRef[Any]:
         return self.request.reply_to
 
 
@@ -81,7 +90,8 @@ class RemoveWork:
 
     __slots__ = ("client_id", "filters", "reply_to", "packet_id", "drop", "done")
 
-    def __init__(self, client_id: str, filters: list[str] | tuple[str, ...], reply_to: Any,
+    def __init__(self, client_id: str, filters: list[str] | tuple[str, ...],
+                 reply_to: ActorRef[Any] | None,
                  packet_id: int | None, *, drop: bool = False) -> None:
         self.client_id = client_id
         self.filters = filters
@@ -101,8 +111,8 @@ class RegistryBacklog:
     __slots__ = ("_items", "_senders", "scheduled")
 
     def __init__(self) -> None:
-        self._items: deque[Any] = deque()
-        self._senders: Counter[Any] = Counter()  # reply_to -> its items here
+        self._items: deque[object] = deque()
+        self._senders: Counter[ActorRef[Any]] = Counter()  # reply_to -> its items here
         #: A Continue is in the registry's inbox.
         self.scheduled = False
 
@@ -121,7 +131,7 @@ class RegistryBacklog:
             return message.reply_to is not None and message.reply_to in self._senders
         return cls not in _TOPIC_NEWS
 
-    def append(self, message: Any) -> None:
+    def append(self, message: object) -> None:
         self._items.append(message)
         self._count(message, 1)
 
@@ -129,15 +139,15 @@ class RegistryBacklog:
         self._items.appendleft(work)
         self._count(work, 1)
 
-    def head(self) -> Any:
+    def head(self) -> object:
         return self._items[0]
 
-    def pop(self) -> Any:
+    def pop(self) -> object:
         item = self._items.popleft()
         self._count(item, -1)
         return item
 
-    def _count(self, item: Any, step: int) -> None:
+    def _count(self, item: object, step: int) -> None:
         sender = getattr(item, "reply_to", None)
         if sender is not None:
             self._senders[sender] += step
@@ -151,22 +161,22 @@ class SlicedSubscriptions:
     _backlog: RegistryBacklog
 
     if TYPE_CHECKING:
-        actor_ref: Any
+        actor_ref: ActorRef[Any]
         actor_loop: asyncio.AbstractEventLoop
 
-        def _dispatch(self, message: Any) -> None: ...
+        def _dispatch(self, message: object) -> None: ...
 
         def _subscribe_range(self, request: AddSubscriptions, start: int, stop: int,
-                             changes: dict[Any, list[Any]], retained: dict[str, Any]) -> None: ...
+                             changes: Changes, retained: dict[str, AppMessage]) -> None: ...
 
-        def _notify(self, changes: dict[Any, list[Any]]) -> None: ...
+        def _notify(self, changes: Changes) -> None: ...
 
         def _remove(self, client_id: str, topic_filters: tuple[str, ...] | list[str]) -> None: ...
 
         _clean: dict[str, bool]
 
-        def _subscribed(self, request: AddSubscriptions, changes: dict[Any, list[Any]],
-                        retained: dict[str, Any]) -> None: ...
+        def _subscribed(self, request: AddSubscriptions, changes: Changes,
+                        retained: dict[str, AppMessage]) -> None: ...
 
     def _continue(self, budget: int | None) -> None:
         """Work through the backlog: ``budget`` filters' worth, or all of it (None)."""
@@ -178,7 +188,7 @@ class SlicedSubscriptions:
                 step = len(head.request.subscriptions) if left is None else left
                 start = head.done
                 head.done = min(start + step, len(head.request.subscriptions))
-                changes: dict[Any, list[Any]] = {}
+                changes: Changes = {}
                 self._subscribe_range(head.request, start, head.done, changes, head.retained)
                 # Now: a topic actor starting meanwhile must not get them through its port.
                 self._notify(changes)

@@ -46,7 +46,7 @@ from actorbroker.durable.journal import handed_back_records
 from actorbroker.persistence.records import SharedRouted
 from actorbroker.routing import FilterTrie, SharedFilter, SharedGroup, SharedStrategy, parse_shared
 from actorbroker.session import AppMessage
-from supervisors import tell_if_alive
+from supervisors import Teller, tell_if_alive
 
 from ..storage.keeper import Sleeping
 from ..storage.requests import Append
@@ -86,7 +86,7 @@ class Reachable(Collection[str]):
 
     __slots__ = ("_sessions", "_storage")
 
-    def __init__(self, sessions: Mapping[str, Any], storage: Any) -> None:
+    def __init__(self, sessions: Mapping[str, Any], storage: Teller | None) -> None:
         self._sessions = sessions
         self._storage = storage
 
@@ -103,7 +103,7 @@ class Reachable(Collection[str]):
         return sum(1 for _ in self)
 
 
-def journal_routed(storage: Any, group: str, client_id: str, messages: Collection[AppMessage],
+def journal_routed(storage: Teller | None, group: str, client_id: str, messages: Collection[AppMessage],
                    grant: Grant) -> int:
     """Tell the commit log which member group ``group`` gave its logged messages to (``""``:
     none could take them), before that member hears of them; return how many of
@@ -129,7 +129,7 @@ def journal_routed(storage: Any, group: str, client_id: str, messages: Collectio
     return sum(1 for m in messages if m.log_offset < 0 or not min(m.qos, qos))
 
 
-def journal_handed_back(storage: Any, group: str, client_id: str,
+def journal_handed_back(storage: Teller | None, group: str, client_id: str,
                         messages: Collection[AppMessage], durable: bool) -> None:
     """A member hands ``messages`` back to ``group``: out of its queue in the log (a durable
     one: ``SessionDropped``) and owed by the group again (``SharedPending``) until the

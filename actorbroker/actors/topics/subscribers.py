@@ -19,12 +19,13 @@ matches without keeping a table. Shared subscriptions are not here (see
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
+from actorbroker.metrics import BrokerMetrics
 from actorbroker.ports import ReadCredit
 from actorbroker.session import AppMessage
 from actorbroker.session.suboptions import Match
-from supervisors import tell_if_alive
+from supervisors import Teller, tell_if_alive
 
 from ..messages import Deliver, DeliverMatched
 from .grants import Grant
@@ -83,8 +84,8 @@ class TopicSubscribers:
             return
         self.copies[client_id] = _copy(filters)
 
-    def deliver(self, messages: tuple[AppMessage, ...], sessions: dict[str, Any],
-                metrics: Any, topic: str, credit: ReadCredit | None) -> None:
+    def deliver(self, messages: tuple[AppMessage, ...], sessions: Mapping[str, Teller],
+                metrics: BrokerMetrics, topic: str, credit: ReadCredit | None) -> None:
         """Tell each subscriber's session the batch; a session with no running actor (it
         crashed and is restarting) has it counted as dropped (``session_unavailable``).
 
@@ -99,7 +100,7 @@ class TopicSubscribers:
 
 
 def deliver_once(subscribers: dict[str, dict[str, Grant]], messages: tuple[AppMessage, ...],
-                 sessions: dict[str, Any], metrics: Any, topic: str,
+                 sessions: Mapping[str, Teller], metrics: BrokerMetrics, topic: str,
                  credit: ReadCredit | None) -> None:
     """``TopicSubscribers(subscribers).deliver(...)`` without keeping its table: a cold
     topic's publish, which uses it once."""
@@ -111,8 +112,8 @@ def deliver_once(subscribers: dict[str, dict[str, Grant]], messages: tuple[AppMe
               credit)
 
 
-def _tell(ref: Any, messages: tuple[AppMessage, ...], qos: int, epoch: int,
-          matches: tuple[Match, ...] | None, metrics: Any, client_id: str, topic: str,
+def _tell(ref: Teller | None, messages: tuple[AppMessage, ...], qos: int, epoch: int,
+          matches: tuple[Match, ...] | None, metrics: BrokerMetrics, client_id: str, topic: str,
           credit: ReadCredit | None) -> None:
     if ref is not None and tell_if_alive(ref, Deliver(messages, qos, epoch, credit)
                                          if matches is None

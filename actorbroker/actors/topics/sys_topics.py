@@ -29,6 +29,7 @@ Topics (Mosquitto's names; ``messages/dropped/<reason>`` is ours):
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from typing import Any
@@ -39,6 +40,7 @@ from supervisors import LoopActor, send_after, tell_if_alive
 
 from ..figures import counters, session_figures, storage_figures
 from ..messages import RouteViaRegistry, Timer
+from ..names import Singleton
 from ..node import Node
 
 __all__ = ["SysActor", "sys_values"]
@@ -102,7 +104,7 @@ class SysActor(LoopActor):
         self._interval = node.settings.sys_interval
         self._last: dict[str, str] = {}
         self._loads = {name: LoadAverage() for name in _LOADS}
-        self._timer: Any = None
+        self._timer: asyncio.TimerHandle | None = None
         self._clock = clock
 
     def on_start(self) -> None:
@@ -133,7 +135,7 @@ class SysActor(LoopActor):
             for window, value in self._loads[name].update(total, self._interval).items():
                 values[f"{PREFIX}load/{name}/{window}"] = f"{value:.2f}"
         loop_now = self.actor_loop.time()
-        registry = node.refs.registry
+        registry = node.names.whereis(Singleton.REGISTRY)
         for topic, payload in values.items():
             if self._last.get(topic) == payload:
                 continue

@@ -30,10 +30,12 @@ an actor that is stopping.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
 from actorbroker.ports import ReadCredit
+from actorbroker.routing import SharedFilter
 from actorbroker.session import AppMessage
 from supervisors import LoopActor, send_after, tell_if_alive
 
@@ -47,6 +49,7 @@ from ..messages import (
     Timer,
     TopicIdle,
 )
+from ..names import Singleton
 from ..node import Node
 from ..storage.keeper import Sleeping
 from .grants import NO_GRANT, Grant
@@ -71,7 +74,7 @@ class TopicActor(LoopActor):
         self._subs = TopicSubscribers(subscribers)
         self._shared = SharedSlots(shared, node.settings.shared_strategy)
         self._busy = False  # a publish since the last idle check
-        self._timer: Any = None
+        self._timer: asyncio.TimerHandle | None = None
         #: Messages published to the topic through this actor (the busiest-topics view).
         self.published = 0
 
@@ -119,7 +122,7 @@ class TopicActor(LoopActor):
         """Each message to one member of each matching shared group (see :mod:`.shared_groups`);
         each ``DeliverShared`` told holds the publisher's ``credit``, as a ``Deliver`` does."""
         node = self._node
-        names, storage = node.names, node.refs.storage
+        names, storage = node.names, node.names.storage()
         sessions = names.sessions
         for client_id, whole, grant, final, batch in self._shared.route(
                 messages, names.online, Reachable(sessions, storage)):
@@ -157,15 +160,16 @@ class TopicActor(LoopActor):
         dropped, counted."""
         node = self._node
         owed = tuple(m for m in batch if m.qos)
-        registry = node.refs.registry
+        registry = node.names.whereis(Singleton.REGISTRY)
         if owed:  # a dead (stopping) registry: the log keeps them owed for the restart
             tell_if_alive(registry, RedeliverShared("", whole, owed))
         lost = [m for m in batch if not m.qos]
         if lost:
-            journal_routed(node.refs.storage, whole, "", lost, NO_GRANT)
+            journal_routed(node.names.storage(), whole, "", lost, NO_GRANT)
             node.metrics.drop("shared_unavailable", len(lost), topic=self.topic)
 
-    def _change(self, changes: tuple[tuple[str, Any, Grant | None], ...]) -> None:
+    def _change(self, changes: tuple[tuple[str, str | SharedFilter, Grant | None], ...]
+                ) -> None:
         subs = self._subs
         for client_id, topic_filter, granted in changes:
             if type(topic_filter) is not str:  # a SharedFilter: MQTT 5 $share/{group}/{filter}
@@ -183,7 +187,7 @@ class TopicActor(LoopActor):
         if self._busy:
             self._busy = False
         else:
-            registry = self._node.refs.registry
+            registry = self._node.names.whereis(Singleton.REGISTRY)
             if registry is not None:
                 registry.tell(TopicIdle(self.topic, self.actor_ref))
         self._arm_idle()

@@ -35,7 +35,9 @@ from actorbroker.routing import RetainedIndex
 from supervisors import (
     ChildSpec,
     LoopFuture,
+    Monitor,
     Restart,
+    Teller,
     demonitor,
     monitor,
     start_sharded_child,
@@ -43,6 +45,7 @@ from supervisors import (
 )
 
 from ..messages import PublishBatch, StopTopic, TopicStarted
+from ..names import Singleton
 from ..node import Node
 
 __all__ = ["HotTopics", "TopicPort", "TopicTable"]
@@ -57,9 +60,9 @@ class TopicPort:
 
     def __init__(self, topic: str) -> None:
         self.topic = topic
-        self.held: list[Any] = []
+        self.held: list[object] = []
 
-    def tell(self, message: Any) -> None:
+    def tell(self, message: object) -> None:
         """Hold ``message`` until the actor exists."""
         self.held.append(message)
 
@@ -72,17 +75,17 @@ class TopicTable:
     def __init__(self, node: Node, owner: ActorRef[Any]) -> None:
         self._node = node
         self._owner = owner
-        self._live: RetainedIndex[Any] = RetainedIndex()  # topic -> ref, or TopicPort
-        self._monitors: dict[ActorRef[Any], tuple[str, Any]] = {}  # ref -> (topic, monitor)
+        self._live: RetainedIndex[Teller] = RetainedIndex()  # topic -> ref, or TopicPort
+        self._monitors: dict[ActorRef[Any], tuple[str, Monitor]] = {}  # ref -> (topic, monitor)
 
     def __len__(self) -> int:
         return len(self._live)
 
-    def get(self, topic: str) -> Any:
+    def get(self, topic: str) -> Teller | None:
         """The topic's actor ref, its :class:`TopicPort` while it starts, or None."""
         return self._live.get(topic)
 
-    def match(self, topic_filter: str) -> Iterator[tuple[str, Any]]:
+    def match(self, topic_filter: str) -> Iterator[tuple[str, Teller]]:
         """(topic, ref or port) of every live topic ``topic_filter`` matches."""
         return self._live.match(topic_filter)
 
@@ -106,7 +109,7 @@ class TopicTable:
         port = TopicPort(topic)
         self._live.set(topic, port)
         self._node.metrics.topics = len(self._live)
-        sup = self._node.refs.topics
+        sup = self._node.names.whereis(Singleton.TOPICS)
         if sup is None:
             reply: LoopFuture[Any] = LoopFuture()
             error = RuntimeError("the Topics supervisor is not running")
@@ -153,7 +156,7 @@ class TopicTable:
 
     def _lost(self, port: TopicPort, exc: BaseException) -> None:
         # Normal while the tree stops (the Topics supervisor goes before the registry).
-        sup = self._node.refs.topics
+        sup = self._node.names.whereis(Singleton.TOPICS)
         level = logging.ERROR if sup is not None and sup.is_alive() else logging.INFO
         log.log(level, "topic %r: could not start its topic actor: %r", port.topic, exc)
         lost = 0

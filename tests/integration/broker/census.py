@@ -28,6 +28,7 @@ from typing import Any
 
 from pykka import ActorRegistry
 
+from actorbroker.actors.names import Singleton
 from actorbroker.app import RunningBroker
 from supervisors import count_children, which_children
 
@@ -42,8 +43,8 @@ def census(running: RunningBroker) -> dict[str, int]:
         result = {"actors": len(ActorRegistry.get_all()),
                   "session_names": len(node.names.sessions),
                   "topic_names": len(node.names.topics)}
-        for name, sup in (("session_children", node.refs.sessions),
-                          ("topic_children", node.refs.topics)):
+        for name, sup in (("session_children", node.names.whereis(Singleton.SESSIONS)),
+                          ("topic_children", node.names.whereis(Singleton.TOPICS))):
             total = 0
             assert sup is not None
             for shard in await which_children(sup):

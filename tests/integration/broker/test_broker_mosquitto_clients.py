@@ -35,7 +35,7 @@ def test_retained_only_and_removal(broker: RunningBroker) -> None:
                         "-C", "1", "-W", "10")
     out, err = sub.communicate(timeout=15)
     assert out == "mr/a kept\n", err
-    registry = broker.node.refs.registry
+    registry = broker.node.names.registry()
     assert registry is not None
     assert registry.proxy().retained_message("mr/a").get(timeout=5).payload == b"kept"
     assert mosquitto_pub(broker.host, str(broker.port), "-t", "mr/a", "-n", "-r",

@@ -178,7 +178,7 @@ def test_a_crashed_topic_actor_is_recreated_and_the_retained_message_survives(
         new = running.call(lambda: names.topics["t/r"])
         assert new is not old
         async def read_retained() -> Any:
-            return await running.node.refs.registry.proxy().retained_message("t/r")
+            return await running.node.names.registry().proxy().retained_message("t/r")
         retained = running.run(read_retained())  # the registry's, untouched by the crash
         assert retained is not None and retained.payload == b"kept"
         assert late.connect().rc == 0

@@ -44,7 +44,7 @@ def running(config: Config, **settings: Any) -> Iterator[RunningBroker]:
 
 def status(broker: RunningBroker) -> dict[str, Any]:
     """The storage actor's figures (an ask from this thread: it is not the loop's)."""
-    storage = broker.node.refs.storage
+    storage = broker.node.names.storage()
     assert storage is not None, "no storage actor: durability memory?"
     figures: dict[str, Any] = storage.ask(StorageStatus(), timeout=10)
     return figures

@@ -258,7 +258,7 @@ def test_mqtt3_clients_get_unacknowledged_flows_again_while_connected(tmp_path: 
 def test_durability_memory_writes_nothing(tmp_path: Path) -> None:
     data = tmp_path / "data"
     with running(durable_config(data, durability="memory")) as broker:
-        assert broker.node.refs.storage is None
+        assert broker.node.names.storage() is None
         client = raw(broker)
         client.connect("m", clean=False)
         client.send(Publish("t", b"x", 1, False, False, 1))

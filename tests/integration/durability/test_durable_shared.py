@@ -29,13 +29,13 @@ GROUP = "$share/g/s/#"
 
 def members(broker: Any) -> dict[str, int]:
     async def read() -> dict[str, int]:
-        found: dict[str, int] = await broker.node.refs.registry.proxy().shared_members(GROUP)
+        found: dict[str, int] = await broker.node.names.registry().proxy().shared_members(GROUP)
         return found
     return dict(broker.run(read()))
 
 
 def queued_for(broker: Any, client_id: str) -> int:
-    load = broker.node.refs.storage.ask(LoadSession(client_id), timeout=10)
+    load = broker.node.names.storage().ask(LoadSession(client_id), timeout=10)
     return len(load.queue)
 
 

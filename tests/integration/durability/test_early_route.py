@@ -316,7 +316,7 @@ def test_a_sync_that_fails_after_an_early_route_refuses_the_puback_and_fences_th
         held = durable.recv()
         assert isinstance(held, Publish) and held.payload == b"routed, then not stored"
         resume(broker, pub5)
-        assert broker.node.refs.storage.is_alive()
+        assert broker.node.names.storage().is_alive()
         held_id = held.packet_id
         durable.send(PubAck(held_id))  # type: ignore[arg-type]
         durable.disconnect()

@@ -51,7 +51,7 @@ def test_history_waits_behind_appends_a_sender_waits_for(tmp_path: Path) -> None
     data = tmp_path / "data"
     waiter = _Waiter()
     with running(durable_config(data)) as broker:
-        storage = broker.node.refs.storage
+        storage = broker.node.names.storage()
         assert storage is not None
         storage.tell(Fetch((), waiter, 0))
         assert waiter.held.wait(10)

@@ -111,7 +111,7 @@ def test_messages_the_log_queues_during_a_subscribe_are_delivered_live(tmp_path:
         assert all(isinstance(marker.recv(), PubAck) for _ in TOPICS)
         while not all(b"marker" in received.get(t, ()) for t in TOPICS):
             take(sub.recv())
-        load = broker.node.refs.storage.ask(LoadSession("sub"), timeout=10)
+        load = broker.node.names.storage().ask(LoadSession("sub"), timeout=10)
         records = [e.record for e in LogReader(data / "log").read()]
     sent_at = {p: at for publisher in publishers for p, at in publisher.sent_at.items()}
     subscribed_from: dict[str, int] = {}

@@ -173,7 +173,7 @@ def test_a_reload_revokes_subscriptions_the_new_acl_refuses(tmp_path: Path, secu
 
 def _filters(broker: RunningBroker, client_id: str) -> dict[str, int]:
     """``client_id``'s subscriptions as the registry holds them."""
-    registry = broker.node.refs.registry
+    registry = broker.node.names.registry()
     assert registry is not None
 
     async def ask() -> dict[str, int]:
@@ -239,7 +239,7 @@ def test_a_hibernated_sessions_queue_is_checked_when_it_comes_back(
 
 def _queued(broker: RunningBroker) -> int:
     """Messages the commit log holds for offline sessions (the storage actor's figure)."""
-    storage = broker.node.refs.storage
+    storage = broker.node.names.storage()
     assert storage is not None
     figures: dict[str, Any] = storage.ask(StorageStatus(), timeout=10)
     return int(figures["queued"])

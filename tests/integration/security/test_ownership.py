@@ -78,7 +78,7 @@ def test_the_hijack_is_refused_before_and_after_a_restart(tmp_path: Path, restar
 
 
 def _status(broker: RunningBroker) -> dict[str, Any]:
-    storage = broker.node.refs.storage
+    storage = broker.node.names.storage()
     assert storage is not None
     figures: dict[str, Any] = storage.ask(StorageStatus(), timeout=10)
     return figures

@@ -25,7 +25,7 @@ table, or through the registry, never reordered per topic ([MQTT-4.6.0-6]):
 see :mod:`.publish_route`.
 
 A QoS 1 PUBACK / QoS 2 PUBREC (``Route.ack``) is sent after its message was
-handed on (the "accepted" step); :mod:`.durability` holds it until the
+handed on (the "accepted" step); :mod:`.sessions.journal` holds it until the
 commit log has the record.
 
 Life: started by the gateway (or restarted by its supervisor after a
@@ -69,7 +69,7 @@ from supervisors import LoopActor, tell_if_alive
 from .admin import DiscardSession
 from .backpressure import HoldExpired, PublisherHolds
 from .connect.enhanced_auth import Reauthentication
-from .durability import RetryJournal
+from .storage.requests import RetryJournal
 from .faults import CrashForTest, crash_for_test
 from .messages import (
     AddSubscriptions,
@@ -416,7 +416,7 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
             registry.tell(RemoveSubscriptions(self.client_id, effect.packet_id,
                                               effect.topic_filters, self.actor_ref))
             if effect.packet_id is None and self._durability is None:
-                self.renew_epoch()  # (with storage: SessionDurability did, when it saw it)
+                self.renew_epoch()  # (with storage: LogJournal did, when it saw it)
             else:
                 self._router.changing += 1  # answered by SubscriptionsRemoved
 

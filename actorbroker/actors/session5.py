@@ -40,7 +40,7 @@ class Mqtt5Session:
     _epoch: int
     _retired: bool
     _reauth: Reauthentication | None
-    _durability: Any  # SessionDurability | None
+    _durability: Any  # LogJournal | None
 
     if TYPE_CHECKING:
         actor_ref: Any
@@ -88,7 +88,7 @@ class Mqtt5Session:
                    journaled: bool = False) -> None:
         """Give ``messages`` back to shared subscription ``group``: owed by the group again in
         the commit log (out of this session's queue there), unless ``journaled`` (the
-        records of a ``HandBackShared`` went with the session's own, effect_records.py),
+        records of a ``HandBackShared`` went with the session's own, sessions/journal/records.py),
         then the registry picks another member (see actors/topics/shared_groups.py)."""
         durability = self._durability
         if durability is not None and not journaled:

@@ -1,9 +1,9 @@
 """Actors layer: the commit log half of SessionActor, as a mixin. Stdlib, supervisors, session, durable.
 
 Kept apart from :mod:`.session` so that its hot path reads as before; the
-actor calls these at a few seams (see :mod:`.durability` for what happens
+actor calls these at a few seams (see :mod:`.sessions.journal.log` for what happens
 there) when the node has a storage actor (durability fsync or os), and
-:class:`~.durability.SessionDurability` calls back through the small
+:class:`~.durability.LogJournal` calls back through the small
 interface below (``connection``, ``run_effects``, ``now``, ``call_later``,
 ``may_hibernate``, ``hibernate``).
 
@@ -12,7 +12,7 @@ Start: a session actor started for a client id the log knows as durable
 state back from the storage actor: subscriptions (from the registry, as
 any restarted session), the outbound flows in flight with their packet
 ids and stages, the inbound QoS 2 packet ids, its queue as log offsets,
-and a Will not sent yet whose connection is gone (see :mod:`.session_wills`).
+and a Will not sent yet whose connection is gone (see :mod:`.sessions.journal.wills`).
 The client's next CONNECT with Clean Session 0 resumes all of it.
 """
 
@@ -27,7 +27,7 @@ from actorbroker.ports import ReadCredit
 from actorbroker.session import EXPIRY_TIMER, AppMessage, Delivery, Effect, SessionCore
 from supervisors import send_after, tell_if_alive
 
-from .durability import SessionDurability
+from .sessions.journal.log import LogJournal
 from .messages import SessionEnded
 from .node import Node
 from .storage.keeper import Sleeping
@@ -49,7 +49,7 @@ class DurableSession:
     _retired: bool
     _claim: int
     _restarted: bool
-    _durability: SessionDurability | None
+    _durability: LogJournal | None
     _credit: ReadCredit | None
 
     if TYPE_CHECKING:
@@ -63,7 +63,7 @@ class DurableSession:
 
     def _durable_init(self, node: Node) -> None:
         settings = node.durability
-        self._durability = (SessionDurability(self, node, settings)
+        self._durability = (LogJournal(self, node, settings)
                             if settings is not None and node.refs.storage is not None else None)
 
     async def _durable_start(self, subscriptions: tuple[Subscription, ...]) -> bool:
@@ -103,7 +103,7 @@ class DurableSession:
             durability.settle()
         return True
 
-    # -- what SessionDurability calls ------------------------------------------------
+    # -- what LogJournal calls ------------------------------------------------
 
     @property
     def connection(self) -> Any:

@@ -17,7 +17,7 @@ big batch goes out in chunks of :data:`CHUNK`, watching congestion.
 A QoS 1/2 PUBLISH written to a connection that had closed already (it
 drops it) is reported to the core as never sent (``SessionCore.unsent``),
 so that its resend is a first send, DUP=0; so are those held for the
-commit log when the connection ends (``SessionDurability.held_for``).
+commit log when the connection ends (``LogJournal.held_for``).
 
 Counting: every PUBLISH written counts in ``publish_sent``; the MQTT 3.x
 retransmission timer is armed (:mod:`.session_retry`) when a PUBLISH goes

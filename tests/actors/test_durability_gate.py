@@ -1,6 +1,6 @@
-"""The PUBACK hold of a session with storage on (actors/durability.py, gate.py, held.py).
+"""The PUBACK hold of a session with storage on (actors/sessions/journal/log.py, hold.py).
 
-Driven with the real SessionDurability, Gate and Held and a real SessionCore;
+Driven with the real LogJournal, HoldQueue and Held and a real SessionCore;
 the stand-ins are the storage actor (it only records the ``Append`` it is
 told; each test answers ``Durable``/``NotDurable`` itself, in the order it
 wants) and a session actor reduced to the few methods the durability calls
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from actorbroker.actors.durability import DurabilitySettings, SessionDurability
+from actorbroker.actors.sessions.journal.log import DurabilitySettings, LogJournal
 from actorbroker.actors.storage.requests import Append, Durable, NotDurable
 from actorbroker.codec import (Connect, Packet, Properties, PubAck, PubRec, Publish, ReasonCode,
                                Subscribe, Subscription)
@@ -43,7 +43,7 @@ class Node:
 
 
 class Actor:
-    """What SessionDurability and the gate call on a session actor, and nothing else."""
+    """What LogJournal and its HoldQueue call on a session actor, and nothing else."""
 
     def __init__(self, level: int, *, clean: bool = True) -> None:
         self.client_id = "pub"
@@ -52,7 +52,7 @@ class Actor:
         self.connection = object()
         self.actor_ref = object()
         self.carried: list[Effect] = []  # what the actor carried out, in order
-        self.durability = SessionDurability(self, self.node, DurabilitySettings(hibernate=False))
+        self.durability = LogJournal(self, self.node, DurabilitySettings(hibernate=False))
         properties = Properties(session_expiry_interval=0 if clean else NEVER) if level == 5 \
             else Properties()
         connect = Connect("MQTT", level, "pub", clean, 0, properties=properties)

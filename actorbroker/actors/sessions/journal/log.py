@@ -1,6 +1,6 @@
 """Actors layer: what a session actor does for the commit log. Stdlib, pykka, codec, session, durable, persistence.
 
-One :class:`SessionDurability` per session actor when storage is on (modes
+One :class:`LogJournal` per session actor when storage is on (modes
 fsync and os); the actor calls it at a few seams and it never blocks:
 
 * **Journal.** :meth:`intercept` sees the core's effects before the actor
@@ -8,15 +8,15 @@ fsync and os); the actor calls it at a few seams and it never blocks:
   a ``PublishAccepted`` per accepted QoS 1/2 message, the session events and, for
   durable sessions, the delivery state. Records of a read's packets, a
   CONNECT, a connection loss or a SUBACK are stashed by the actor before.
-* **Held output** (:mod:`.held`, :mod:`.gate`). When records must be
+* **Held output** (:mod:`.hold`). When records must be
   stored first, the effects are held under a token and one ``Append`` goes
   to the storage actor; ``Durable`` releases them in order (logged messages
   routed with their offsets, then the acks); ``NotDurable`` refuses the
   publishes. Later effects queue behind. An entry whose messages are all
   QoS 1 is marked early: its routes go once the records are written, before
-  the fsync, and only its PUBACKs wait (see :mod:`.gate`). A durable
+  the fsync, and only its PUBACKs wait (see :mod:`.hold`). A durable
   session's refused state records are sent again with exponential backoff.
-* **Resumed queue** (:mod:`.resumed_queue`), **Wills** (:mod:`.session_wills`:
+* **Resumed queue** (:mod:`.resumed`), **Wills** (:mod:`.wills`:
   ``WillSent``/``WillCleared``, a Will taken back from the log) and
   **hibernation** (:meth:`settle`, actors/storage/keeper.py).
 
@@ -46,21 +46,20 @@ from actorbroker.persistence.records import (DisconnectCause, OutboundUnsent, Pu
 from actorbroker.session import AppMessage, Effect, EndSession, Send, SessionState
 from actorbroker.session.backoff import Backoff, BackoffPolicy
 
-from .effect_records import derive
-from .gate import Gate
-from .held import STOP, UNHELD, Held, expiry_of, now_us
-from .resumed_queue import ResumedQueue
-from .session_wills import SessionWills
-from .storage.requests import Append, Durable, Fetched, NotDurable, RetryJournal, SessionLoad
+from .records import derive
+from .hold import STOP, UNHELD, Held, HoldQueue, expiry_of, now_us
+from .resumed import ResumedQueue
+from .wills import SessionWills
+from ...storage.requests import Append, Durable, Fetched, NotDurable, RetryJournal, SessionLoad
 
-__all__ = ["DurabilitySettings", "RetryJournal", "SessionDurability"]
+__all__ = ["DurabilitySettings", "RetryJournal", "LogJournal"]
 
 log = logging.getLogger("actorbroker.session")
 
 
 @dataclass(frozen=True, slots=True)
 class DurabilitySettings:
-    """How sessions use the commit log (see :class:`SessionDurability`)."""
+    """How sessions use the commit log (see :class:`LogJournal`)."""
 
     retry: BackoffPolicy = dataclasses.field(default_factory=lambda: BackoffPolicy(0.1, 2.0, 10.0))
     max_queued_messages: int = 1000
@@ -69,7 +68,7 @@ class DurabilitySettings:
     log_qos0: bool = False  # [storage] log_qos0: QoS 0 PublishAccepted records, fire-and-forget
 
 
-class SessionDurability:
+class LogJournal:
     """Journal, held output, refusals and the resumed queue of one session actor."""
 
     def __init__(self, actor: Any, node: Any, settings: DurabilitySettings) -> None:
@@ -81,7 +80,7 @@ class SessionDurability:
         self.hibernated = False
         self.resumed = ResumedQueue(actor, node, self)
         self.wills = SessionWills()
-        self._gate = Gate(actor)
+        self._hold = HoldQueue(actor)
         self._tokens = 0
         self._stash: list[Record] = []
         self._asked: dict[int, deque[tuple[tuple[Subscription, ...], int | None]]] = {}
@@ -97,7 +96,7 @@ class SessionDurability:
     @property
     def idle(self) -> bool:
         """Nothing held, fetched or waiting to be stored again."""
-        return not self._gate and not self.resumed.fetching and not self._retry
+        return not self._hold and not self.resumed.fetching and not self._retry
 
     def _storage(self) -> Any:
         return self._node.refs.storage
@@ -148,7 +147,7 @@ class SessionDurability:
     def held_for(self, conn: Any) -> list[Packet]:
         """The packets held for ``conn`` (the actor's connection that just ended): never
         written, they go to that closed connection when released."""
-        return self._gate.packets_for(conn)
+        return self._hold.packets_for(conn)
 
     def unsent(self, packet_ids: list[int]) -> None:
         """The first PUBLISHes of these flows were never written: their ``OutboundUnsent``
@@ -177,18 +176,18 @@ class SessionDurability:
 
     def intercept(self, effects: list[Effect]) -> list[Effect]:
         """The effects to carry out now; the rest is held until its records are stored."""
-        gate = self._gate
-        if gate.releasing:
+        queue = self._hold
+        if queue.releasing:
             return effects
         if not self.durable and not self._stash and self.wills.loaded is None:
             for effect in effects:  # the fast path of deliveries: packets only, no records
                 if type(effect) is not Send:
                     break
             else:
-                if gate:  # behind what is held (nothing to hold for no effects at all)
+                if queue:  # behind what is held (nothing to hold for no effects at all)
                     if effects:
-                        gate.hold(Held(None, list(effects), self._actor.connection,
-                                       blocking=False))
+                        queue.hold(Held(None, list(effects), self._actor.connection,
+                                        blocking=False))
                     return []
                 return effects
         cid, durable = self._cid, self.durable
@@ -212,9 +211,9 @@ class SessionDurability:
         if not hold:
             if records:
                 self._tell_storage(records, None, 0)  # history for the pipeline only
-            if gate:
-                gate.hold(Held(None, self._ending(effects), self._actor.connection,
-                               blocking=not found.plain))
+            if queue:
+                queue.hold(Held(None, self._ending(effects), self._actor.connection,
+                                blocking=not found.plain))
                 return []
             return effects
         if self._retry:
@@ -224,8 +223,8 @@ class SessionDurability:
             self._retry = []
         self._tokens += 1
         early = found.early and bool(routes)
-        gate.hold(Held(self._tokens, self._ending(effects), self._actor.connection, routes,
-                       records, early=early, blocking=bool(routes) or not found.plain))
+        queue.hold(Held(self._tokens, self._ending(effects), self._actor.connection, routes,
+                        records, early=early, blocking=bool(routes) or not found.plain))
         self._tell_storage(records, self._actor.actor_ref, self._tokens, early)
         return []
 
@@ -262,21 +261,21 @@ class SessionDurability:
             self.resumed.fetched(message)
             self.settle()
             return
-        gate = self._gate
-        held = gate.find(message.token)
+        queue = self._hold
+        held = queue.find(message.token)
         if held is None:
             return
         if type(message) is Durable:
             assert isinstance(message, Durable)
             if not message.synced:  # written, the fsync under way: QoS 1 routes may go
-                gate.written(held, message.offsets)
+                queue.written(held, message.offsets)
                 return
             self._stored(held, message.offsets)
         else:
             assert isinstance(message, NotDurable)
             self._refused(held, message.reason_code, message.reason)
         held.done = True
-        gate.release_ready()
+        queue.release_ready()
         self.settle()
 
     def _stored(self, held: Held, offsets: tuple[int, ...]) -> None:
@@ -298,7 +297,7 @@ class SessionDurability:
 
     def when_released(self, callback: Any) -> None:
         """Call ``callback()`` once everything held so far is carried out (now if nothing is)."""
-        self._gate.when_released(callback)
+        self._hold.when_released(callback)
 
     # -- records the storage refused: again, with backoff ---------------------------------
 
@@ -318,11 +317,11 @@ class SessionDurability:
             return
         records, self._retry = self._retry, []
         self._tokens += 1
-        self._gate.hold(Held(self._tokens, [], self._actor.connection, [], records,
+        self._hold.hold(Held(self._tokens, [], self._actor.connection, [], records,
                              blocking=False))
         self._tell_storage(records, self._actor.actor_ref, self._tokens)
 
-    # -- the resumed queue (resumed_queue.py) ------------------------------------------
+    # -- the resumed queue (resumed.py) -----------------------------------------------
 
     def restored(self, load: SessionLoad) -> None:
         """The actor restored ``load``: keep its queue, note an unfinished connection."""

@@ -40,7 +40,7 @@ from actorbroker.routing import matches, parse_shared
 from actorbroker.session import AppMessage, Effect, SessionState
 from actorbroker.session.queue import OutboundQueue
 
-from .storage.requests import Fetch, Fetched, SessionLoad
+from ...storage.requests import Fetch, Fetched, SessionLoad
 
 __all__ = ["ResumedQueue"]
 
@@ -58,7 +58,7 @@ class ResumedQueue:
     def __init__(self, actor: Any, node: Any, durability: Any) -> None:
         self._actor = actor
         self._node = node
-        self._durability = durability  # SessionDurability: dropped(offset, reason)
+        self._durability = durability  # LogJournal: dropped(offset, reason)
         self.spool: OffsetQueue | None = None
         self.horizon = 0  # offsets below it came with the loaded state
         self._fetching: tuple[int, list[Entry]] | None = None

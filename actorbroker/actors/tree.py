@@ -26,7 +26,7 @@ from supervisors import ChildSpec
 
 from actorbroker.session.backoff import BackoffPolicy
 
-from .sessions.journal.log import DurabilitySettings
+from .sessions.journal.settings import DurabilitySettings
 from .node import Node
 from .storage.actor import StorageActor, StorageSettings
 from .storage.keeper import KeeperActor

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from actorbroker.actors.sessions.journal.log import DurabilitySettings, LogJournal
+from actorbroker.actors.sessions.journal.log import LogJournal
+from actorbroker.actors.sessions.journal.settings import DurabilitySettings
 from actorbroker.actors.storage.requests import Append, Durable, NotDurable
 from actorbroker.codec import (Connect, Packet, Properties, PubAck, PubRec, Publish, ReasonCode,
                                Subscribe, Subscription)

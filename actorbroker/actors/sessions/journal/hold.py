@@ -233,6 +233,10 @@ class HoldQueue:
     def __bool__(self) -> bool:
         return bool(self._entries)
 
+    def detach(self) -> None:
+        """The session actor stopped: let go of it (a reference cycle through its journal)."""
+        self._actor = None
+
     def hold(self, held: Held) -> None:
         """Queue ``held`` behind everything held so far; it holds the read credit of the
         effects (if they came from a read) until its routes are carried out."""

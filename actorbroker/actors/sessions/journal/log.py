@@ -28,7 +28,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections import deque
-from dataclasses import dataclass
 from typing import Any
 
 from actorbroker.codec import Connect, Packet, Subscription, shown
@@ -44,32 +43,27 @@ from actorbroker.durable.journal import (
 from actorbroker.persistence.records import (DisconnectCause, OutboundUnsent, PublishAccepted, Record,
                                              SessionDisconnected, SessionDropped)
 from actorbroker.session import AppMessage, Effect, EndSession, Send, SessionState
-from actorbroker.session.backoff import Backoff, BackoffPolicy
+from actorbroker.session.backoff import Backoff
 
-from .records import derive
+from ...storage.requests import (Append, Durable, Fetched, LoadSession, NotDurable, RetryJournal,
+                                SessionLoad)
+from ...topics.shared_groups import journal_handed_back
 from .hold import STOP, UNHELD, Held, HoldQueue, expiry_of, now_us
+from .records import derive
 from .resumed import ResumedQueue
+from .settings import DurabilitySettings
 from .wills import SessionWills
-from ...storage.requests import Append, Durable, Fetched, NotDurable, RetryJournal, SessionLoad
 
-__all__ = ["DurabilitySettings", "RetryJournal", "LogJournal"]
+__all__ = ["LogJournal"]
 
 log = logging.getLogger("actorbroker.session")
 
 
-@dataclass(frozen=True, slots=True)
-class DurabilitySettings:
-    """How sessions use the commit log (see :class:`LogJournal`)."""
-
-    retry: BackoffPolicy = dataclasses.field(default_factory=lambda: BackoffPolicy(0.1, 2.0, 10.0))
-    max_queued_messages: int = 1000
-    max_queued_bytes: int = 0
-    hibernate: bool = True
-    log_qos0: bool = False  # [storage] log_qos0: QoS 0 PublishAccepted records, fire-and-forget
-
-
 class LogJournal:
     """Journal, held output, refusals and the resumed queue of one session actor."""
+
+    #: The session's state is in the commit log: its actor's crash loses only QoS 0.
+    logged = True
 
     def __init__(self, actor: Any, node: Any, settings: DurabilitySettings) -> None:
         self._actor = actor
@@ -88,10 +82,13 @@ class LogJournal:
         self._retry_backoff = Backoff(settings.retry)
         self._retry_armed = False
 
-    def detach(self) -> None:
-        """The session actor stopped: break the cycle with the resumed queue, so that
-        reference counting frees this object and the actor it points at."""
+    def close(self) -> None:
+        """The session actor stopped: break the cycles through it and the resumed queue, so
+        that reference counting frees this object and the actor at once (a served broker
+        runs its full collections rarely: actorbroker.collector)."""
         self.resumed.detach()
+        self._hold.detach()
+        self._actor = None
 
     @property
     def idle(self) -> bool:
@@ -321,6 +318,28 @@ class LogJournal:
                              blocking=False))
         self._tell_storage(records, self._actor.actor_ref, self._tokens)
 
+    def handed_back(self, group: str, messages: tuple[AppMessage, ...]) -> None:
+        """The actor gives ``messages`` back to shared subscription ``group`` (not through a
+        ``HandBackShared``, whose records went with the session's own): owed by the group
+        again in the log, out of this session's queue there."""
+        journal_handed_back(self._storage(), group, self._cid, messages, self.durable)
+
+    # -- start ----------------------------------------------------------------------------
+
+    async def load(self, restarted: bool) -> SessionLoad | None:
+        """The durable state the log holds for this client id (None: none), asked of the
+        storage actor when the actor was woken from hibernation or restarted."""
+        storage = self._storage()
+        if storage is None:
+            return None
+        woken = self._node.woken
+        if self._cid in woken:
+            woken.discard(self._cid)
+        elif not restarted:
+            return None  # a new client id: the log has nothing of it (no ask on the way)
+        load: SessionLoad | None = await storage.ask(LoadSession(self._cid), block=False)
+        return load
+
     # -- the resumed queue (resumed.py) -----------------------------------------------
 
     def restored(self, load: SessionLoad) -> None:
@@ -340,7 +359,7 @@ class LogJournal:
         """The resumed queue still to fetch (None when there is none)."""
         return self.resumed.spool
 
-    def admit(self, messages: tuple[AppMessage, ...], qos: int) -> tuple[AppMessage, ...]:
+    def deliverable(self, messages: tuple[AppMessage, ...], qos: int) -> tuple[AppMessage, ...]:
         """Of a Deliver, what goes to the core now (see :class:`ResumedQueue`)."""
         if self.hibernated:
             qos0 = sum(1 for m in messages if not min(m.qos, qos))
@@ -373,4 +392,4 @@ class LogJournal:
         if keep:
             self._tell_storage(keep, None, 0)
         self.hibernated = True
-        actor.hibernate()
+        actor.hibernate(*self.wills.hand_over())

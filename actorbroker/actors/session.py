@@ -250,7 +250,8 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
             if self._conn is None and self._holds.active:
                 self._holds.detached()
         elif cls is Durable or cls is NotDurable or cls is Fetched:
-            self._journal.on_reply(message)
+            self._carry_releases(self._journal.on_reply(message, self._conn))
+            self._journal.settle()
         elif cls is SubscriptionsAdded:
             self._router.changing -= 1
             self._journal.subscribed(message.packet_id, message.results)

@@ -5,8 +5,12 @@ a :class:`~.sessions.journal.log.LogJournal` when the node has a storage
 actor, durability fsync or os, else the MemoryJournal) and binds its effect
 paths for it (:meth:`DurableSession._journal_init`), so that a node without
 storage never checks for one per effect. The LogJournal calls back through
-the small interface below (``connection``, ``run_effects``, ``held_credit``,
-``now``, ``call_later``, ``end_now``, ``may_hibernate``, ``hibernate``).
+the small interface below (``connection``, ``run_effects``, ``now``,
+``call_later``, ``end_now``, ``may_hibernate``, ``hibernate``). What its
+held output lets go comes back as ``Release`` values that the actor
+carries out itself (:meth:`DurableSession._carry_releases`): the journal
+never carries anything out through the actor, so nothing it releases
+passes through it again.
 
 Start: a session actor started for a client id the log knows as durable
 (after a broker restart, a crash of its actor, or a hibernation) takes its
@@ -32,6 +36,7 @@ from supervisors import send_after, tell_if_alive
 
 from .messages import Deliver, SessionEnded
 from .node import Node
+from .sessions.journal.hold import Release
 from .sessions.journal.interface import Journal, journal_for
 from .sessions.journal.memory import MemoryJournal
 from .storage.keeper import Sleeping
@@ -68,6 +73,8 @@ class DurableSession:
 
         def _retire(self) -> None: ...
 
+        def stop(self) -> None: ...
+
         def _carry_out(self, effects: list[Effect]) -> None: ...
 
         def _write_now(self, packets: list[Packet]) -> None: ...
@@ -95,9 +102,27 @@ class DurableSession:
 
     def _run_journaled(self, effects: list[Effect]) -> None:
         """Carry out the core's effects, in order, once the journal let them through."""
-        effects = self._journal.intercept(effects)
+        effects = self._journal.intercept(effects, self._conn, self._credit)
         if effects:
             self._carry_out(effects)
+
+    def _carry_releases(self, releases: list[Release]) -> None:
+        """Carry out what the journal let go, in order, past it: each release's effects with
+        the read credit they held (taken back once they went), its callbacks, the stop."""
+        for release in releases:
+            credit = release.credit
+            if release.effects:
+                outer, self._credit = self._credit, credit
+                try:
+                    self._carry_out(release.effects)
+                finally:
+                    self._credit = outer
+            if credit is not None:
+                credit.take()
+            for callback in release.then:
+                callback()
+            if release.then_stop:
+                self.stop()
 
     async def _durable_start(self, subscriptions: tuple[Subscription, ...]) -> bool:
         """Take back the durable state the log holds; True if there was one.
@@ -142,13 +167,6 @@ class DurableSession:
             self._run(effects)
         finally:
             self._credit = outer
-
-    def held_credit(self) -> ReadCredit | None:
-        """The read credit of the effects held now, held once more until they go on."""
-        credit = self._credit
-        if credit is not None:
-            credit.hold(1)
-        return credit
 
     def now(self) -> float:
         return self._now()

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from actorbroker.codec import Packet, Publish
+from actorbroker.ports import ReadCredit
 from actorbroker.session import Effect, Send, SessionCore
 
 from .messages import Deliver
@@ -55,6 +56,7 @@ class SessionOutput:
     _retransmission: Any
     _clock: Callable[[], float]  # the loop's time(), bound
     _run: Callable[[list[Effect]], None]
+    _credit: ReadCredit | None
     _send_now: Callable[[list[Packet]], None]
 
     if TYPE_CHECKING:
@@ -107,7 +109,7 @@ class SessionOutput:
     def _send_journaled(self, packets: list[Packet]) -> None:
         """``_send_now`` with storage on: through the journal, which may hold them."""
         send = Send(tuple(packets))
-        effects = self._journal.intercept([send])
+        effects = self._journal.intercept([send], self._conn, self._credit)
         if len(effects) != 1 or effects[0] is not send:
             self._carry_out(effects)  # held behind earlier output, or more came with it
             return

@@ -4,7 +4,9 @@ No actor, no loop, no thread, no journal: each test holds entries as the
 journal would (a token, the effects, the records' places, early/blocking as
 ``derive`` decides them), answers them as the storage actor would (written,
 synced, refused) in the order it wants, and reads what the queue let out, in
-order. ``Rig`` is the only thing that knows the queue's calling convention.
+order. ``Rig`` is the only thing that knows the queue's calling convention
+(written first against the queue that called its actor back, so that these
+tests held before and after it returned what to carry out instead).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from actorbroker.actors.sessions.journal.hold import STOP, Held, HoldQueue
+from actorbroker.actors.sessions.journal.hold import STOP, Held, HoldQueue, Release
 from actorbroker.actors.sessions.journal.records import derive
 from actorbroker.codec import Connect, Packet, Properties, PubAck, PubRec, Publish
 from actorbroker.session import AppMessage, Close, Effect, Route, Send, SessionCore
@@ -59,17 +61,23 @@ class Rig:
         self.credit: Credit | None = None  # the read credit of what is held now
         self.out: list[Any] = []  # ("route", payload, offset) | ("packet", packet)
         self.stopped = False
-        self.queue = HoldQueue(self)
+        self.queue = HoldQueue()
         self._tokens = 0
 
-    # -- what the queue calls on its session actor (the old callbacks) -----------------
+    # -- the actor's side: carrying out what the queue let go ---------------------------
 
-    def held_credit(self) -> Credit | None:
-        if self.credit is not None:
-            self.credit.hold(1)
-        return self.credit
+    def carry(self, releases: list[Release]) -> None:
+        """As SessionActor._carry_releases: the effects, the credit back, callbacks, stop."""
+        for release in releases:
+            self.carry_out(release.effects)
+            if release.credit is not None:
+                release.credit.take()
+            for callback in release.then:
+                callback()
+            if release.then_stop:
+                self.stopped = True
 
-    def run_effects(self, effects: list[Effect], credit: Any = None) -> None:
+    def carry_out(self, effects: list[Effect]) -> None:
         for effect in effects:
             if isinstance(effect, Route):
                 self.out.append(("route", effect.message.payload, effect.message.log_offset))
@@ -79,9 +87,6 @@ class Rig:
                 self.out += [("packet", packet) for packet in effect.packets]
             else:
                 self.out.append(("effect", effect))
-
-    def stop(self) -> None:
-        self.stopped = True
 
     # -- the journal's side: hold, and answer as the storage actor ---------------------
 
@@ -96,27 +101,27 @@ class Rig:
         routes = [(index, index) for index in range(logged)]
         records: list[Any] = [object() for _ in range(logged)]
         self.queue.hold(Held(token, effects, self.connection if conn is None else conn, routes,
-                             records, early=early, blocking=blocking))
+                             records, early=early, blocking=blocking), self.credit)
         return token
 
     def written(self, token: int) -> None:
         held = self.queue.find(token)
         assert held is not None
-        self.queue.written(held, self.offsets(token, held))
+        self.carry(self.queue.written(held, self.offsets(token, held)))
 
     def synced(self, token: int) -> None:
         held = self.queue.find(token)
         assert held is not None
         held.stored(self.offsets(token, held))
         held.done = True
-        self.queue.release_ready()
+        self.carry(self.queue.release_ready(self.connection))
 
     def refused(self, token: int, code: int = 0x97) -> None:
         held = self.queue.find(token)
         assert held is not None
         held.refuse(self.core, code, "disk full")
         held.done = True
-        self.queue.release_ready()
+        self.carry(self.queue.release_ready(self.connection))
 
     @staticmethod
     def offsets(token: int, held: Held) -> tuple[int, ...]:
@@ -250,7 +255,7 @@ def test_end_session_held_stops_after_release() -> None:
     rig = Rig()
     token = rig.hold([route(b"a", 1, 1), STOP], logged=1)
     released: list[str] = []
-    rig.queue.when_released(lambda: released.append("then"))
+    assert rig.queue.when_released(lambda: released.append("then"))
     assert token is not None and not rig.stopped
     rig.synced(token)
     assert rig.routes() == [b"a"] and released == ["then"] and rig.stopped

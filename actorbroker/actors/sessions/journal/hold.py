@@ -3,7 +3,8 @@
 One :class:`HoldQueue` per :class:`~.log.LogJournal`: a queue of
 :class:`Held` entries, one per core call whose effects wait for the
 commit log (or that came while others waited). An entry is *released*
-(its effects carried out by the actor) once it is at the front and its
+(its effects handed back, as a :class:`Release`, for the actor to carry
+out) once it is at the front and its
 records are stored (``Durable``) or refused (``NotDurable``); an entry
 without records of its own goes when it reaches the front. So no packet
 overtakes a pending PUBACK, and a publisher's messages are routed in order.
@@ -23,9 +24,9 @@ answer comes:
   reason code, MQTT 3.x no acknowledgement and a Close) in place of the
   acknowledgements it held; a QoS 1 message routed early is refused all
   the same (delivered at least once);
-* :meth:`Held.release` carries the effects out through the actor. Packets
-  and closes made for a connection that has since been replaced (a take-
-  over) go to that connection only.
+* :meth:`Held.release` gives the effects back to carry out (a
+  :class:`Release`). Packets and closes made for a connection that has
+  since been replaced (a take-over) go to that connection only.
 
 **Early routes** (mode fsync). An entry whose logged messages are all QoS 1
 (``Held.early``) is told ``Durable(token, offsets, synced=False)`` once its
@@ -53,6 +54,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import deque
+from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
 
@@ -64,7 +66,8 @@ from actorbroker.persistence.records import (OutboundUnsent, PubAckReceived, Pub
 from actorbroker.session import (AppMessage, CancelTimer, Close, Dropped, Effect, PublishWill,
                                  Route, Send, SessionCore, StartTimer)
 
-__all__ = ["NEUTRAL", "STOP", "UNHELD", "Held", "HoldQueue", "expiry_of", "now_us", "with_offset"]
+__all__ = ["NEUTRAL", "STOP", "UNHELD", "Held", "HoldQueue", "Release", "expiry_of", "now_us",
+           "with_offset"]
 
 #: Records whose loss in a crash costs at most a resend the protocol allows (a QoS 1
 #: PUBLISH again, a PUBREL answered anyway, DUP=1 on a PUBLISH never written): the packets
@@ -188,11 +191,13 @@ class Held:
         effects += refusals[len(held):]
         return len(held)
 
-    def release(self, actor: Any) -> None:
-        """Carry the effects out (``actor.run_effects``), then the callbacks; stop if ended."""
+    def release(self, current: Any) -> Release:
+        """What carrying the effects out means now that ``current`` is the actor's connection:
+        packets and closes made for a replaced connection go to that one at once, the rest
+        (and the callbacks, and the stop if the session ended) to the actor, in order."""
         effects = self.effects
         conn = self.conn
-        if conn is not actor.connection:
+        if conn is not current:
             rest: list[Effect] = []
             for effect in effects:
                 if isinstance(effect, Send):
@@ -208,39 +213,44 @@ class Held:
         if stop:
             effects = [e for e in effects if not isinstance(e, _Stop)]
         credit, self.credit = self.credit, None
-        if effects:
-            actor.run_effects(effects, credit)
-        if credit is not None:
-            credit.take()
-        for callback in self.then:
-            callback()
-        if stop:
-            actor.stop()
+        return Release(effects, credit, self.then, stop)
 
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Release:
+    """Effects the queue let go, for the actor to carry out past the journal, in order; then
+    it takes ``credit`` back (the read credit their routes carried: it was held once more
+    for them), calls ``then`` and stops if ``then_stop`` (an EndSession was among them)."""
+
+    effects: list[Effect]
+    credit: Any = None
+    then: list[Callable[[], None]] = dataclasses.field(default_factory=list)
+    then_stop: bool = False
 
 
 class HoldQueue:
-    """The held entries of one session actor (see the module doc)."""
+    """The held entries of one session actor (see the module doc).
 
-    __slots__ = ("_actor", "_entries", "_waiting", "releasing")
+    Pull style: it never calls the actor. What it lets go comes back as
+    :class:`Release` values, in order, which the actor carries out past the
+    journal (``SessionActor._carry_releases``).
+    """
 
-    def __init__(self, actor: Any) -> None:
-        self._actor = actor
+    __slots__ = ("_entries", "_waiting")
+
+    def __init__(self) -> None:
         self._entries: deque[Held] = deque()
         self._waiting = 0  # entries written early whose routes wait for an entry before them
-        self.releasing = False  # effects carried out now come from the queue: not held again
 
     def __bool__(self) -> bool:
         return bool(self._entries)
 
-    def detach(self) -> None:
-        """The session actor stopped: let go of it (a reference cycle through its journal)."""
-        self._actor = None
-
-    def hold(self, held: Held) -> None:
-        """Queue ``held`` behind everything held so far; it holds the read credit of the
-        effects (if they came from a read) until its routes are carried out."""
-        held.credit = self._actor.held_credit()
+    def hold(self, held: Held, credit: Any) -> None:
+        """Queue ``held`` behind everything held so far; it holds ``credit``, the read credit
+        of the effects (if they came from a read), once more until its routes go."""
+        if credit is not None:
+            credit.hold(1)
+        held.credit = credit
         self._entries.append(held)
 
     def packets_for(self, conn: Any) -> list[Packet]:
@@ -257,53 +267,44 @@ class HoldQueue:
                 return held
         return None
 
-    def written(self, held: Held, offsets: tuple[int, ...]) -> None:
-        """The records of ``held`` are written at ``offsets``, not synced: route early if it
+    def written(self, held: Held, offsets: tuple[int, ...]) -> list[Release]:
+        """The records of ``held`` are written at ``offsets``, not synced: its routes, if they
         may go now."""
         if not held.early or held.done or not held.blocking:
-            return
+            return []
         held.written = offsets
         self._waiting += 1
-        self._route_early()
+        return self._route_early()
 
-    def release_ready(self) -> None:
-        """Release the entries at the front that are answered (or have no records)."""
+    def release_ready(self, current: Any) -> list[Release]:
+        """The entries at the front that are answered (or have no records), released for
+        ``current`` (the actor's connection now); then the early routes they held back."""
         entries = self._entries
+        released: list[Release] = []
         while entries and (entries[0].done or entries[0].token is None):
             held = entries.popleft()
             if held.written is not None:  # written early, never routed early: routed now
                 self._waiting -= 1
-            self.releasing = True
-            try:
-                held.release(self._actor)
-            finally:
-                self.releasing = False
+            released.append(held.release(current))
         if self._waiting:
-            self._route_early()
+            released += self._route_early()
+        return released
 
-    def _route_early(self) -> None:
+    def _route_early(self) -> list[Release]:
+        released: list[Release] = []
         for held in self._entries:
             if held.written is not None:
                 self._waiting -= 1
                 credit, held.credit = held.credit, None
-                self.carry_out(held.route_early(), credit)  # each with its read's credit
-                if credit is not None:
-                    credit.take()
+                released.append(Release(held.route_early(), credit))  # each with its read's credit
             if held.blocking:
                 break
+        return released
 
-    def carry_out(self, effects: list[Effect], credit: Any = None) -> None:
-        """Carry ``effects`` out through the actor now, past the queue; what they route
-        carries ``credit``."""
-        self.releasing = True
-        try:
-            self._actor.run_effects(effects, credit)
-        finally:
-            self.releasing = False
-
-    def when_released(self, callback: Any) -> None:
-        """Call ``callback()`` once everything held so far is carried out (now if nothing is)."""
+    def when_released(self, callback: Callable[[], None]) -> bool:
+        """Call ``callback()`` once everything held so far is carried out; False if nothing
+        is held (the caller calls it now)."""
         if self._entries:
             self._entries[-1].then.append(callback)
-        else:
-            callback()
+            return True
+        return False

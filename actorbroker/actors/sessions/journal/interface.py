@@ -13,6 +13,7 @@ from actorbroker.codec import Connect, Packet
 from actorbroker.session import AppMessage, Effect
 
 from ...storage.requests import SessionLoad
+from .hold import Release
 from .log import LogJournal
 from .memory import MEMORY
 
@@ -44,9 +45,9 @@ class Journal(Protocol):
     def handed_back(self, group: str, messages: tuple[AppMessage, ...]) -> None: ...
 
     # the core's effects, and the storage actor's answers
-    def intercept(self, effects: list[Effect]) -> list[Effect]: ...
+    def intercept(self, effects: list[Effect], conn: Any, credit: Any) -> list[Effect]: ...
 
-    def on_reply(self, message: Any) -> None: ...
+    def on_reply(self, message: Any, conn: Any) -> list[Release]: ...
 
     def retry(self) -> None: ...
 

@@ -48,7 +48,7 @@ from actorbroker.session.backoff import Backoff
 from ...storage.requests import (Append, Durable, Fetched, LoadSession, NotDurable, RetryJournal,
                                 SessionLoad)
 from ...topics.shared_groups import journal_handed_back
-from .hold import STOP, UNHELD, Held, HoldQueue, expiry_of, now_us
+from .hold import STOP, UNHELD, Held, HoldQueue, Release, expiry_of, now_us
 from .records import derive
 from .resumed import ResumedQueue
 from .settings import DurabilitySettings
@@ -74,7 +74,7 @@ class LogJournal:
         self.hibernated = False
         self.resumed = ResumedQueue(actor, node, self)
         self.wills = SessionWills()
-        self._hold = HoldQueue(actor)
+        self._hold = HoldQueue()
         self._tokens = 0
         self._stash: list[Record] = []
         self._asked: dict[int, deque[tuple[tuple[Subscription, ...], int | None]]] = {}
@@ -87,7 +87,6 @@ class LogJournal:
         that reference counting frees this object and the actor at once (a served broker
         runs its full collections rarely: actorbroker.collector)."""
         self.resumed.detach()
-        self._hold.detach()
         self._actor = None
 
     @property
@@ -171,11 +170,10 @@ class LogJournal:
 
     # -- the core's effects ------------------------------------------------------------
 
-    def intercept(self, effects: list[Effect]) -> list[Effect]:
-        """The effects to carry out now; the rest is held until its records are stored."""
+    def intercept(self, effects: list[Effect], conn: Any, credit: Any) -> list[Effect]:
+        """The effects to carry out now; the rest is held until its records are stored (made
+        for connection ``conn``, their routes carrying ``credit``: a read's, or None)."""
         queue = self._hold
-        if queue.releasing:
-            return effects
         if not self.durable and not self._stash and self.wills.loaded is None:
             for effect in effects:  # the fast path of deliveries: packets only, no records
                 if type(effect) is not Send:
@@ -183,8 +181,7 @@ class LogJournal:
             else:
                 if queue:  # behind what is held (nothing to hold for no effects at all)
                     if effects:
-                        queue.hold(Held(None, list(effects), self._actor.connection,
-                                        blocking=False))
+                        queue.hold(Held(None, list(effects), conn, blocking=False), credit)
                     return []
                 return effects
         cid, durable = self._cid, self.durable
@@ -209,8 +206,8 @@ class LogJournal:
             if records:
                 self._tell_storage(records, None, 0)  # history for the pipeline only
             if queue:
-                queue.hold(Held(None, self._ending(effects), self._actor.connection,
-                                blocking=not found.plain))
+                queue.hold(Held(None, self._ending(effects), conn, blocking=not found.plain),
+                           credit)
                 return []
             return effects
         if self._retry:
@@ -220,8 +217,8 @@ class LogJournal:
             self._retry = []
         self._tokens += 1
         early = found.early and bool(routes)
-        queue.hold(Held(self._tokens, self._ending(effects), self._actor.connection, routes,
-                        records, early=early, blocking=bool(routes) or not found.plain))
+        queue.hold(Held(self._tokens, self._ending(effects), conn, routes, records, early=early,
+                        blocking=bool(routes) or not found.plain), credit)
         self._tell_storage(records, self._actor.actor_ref, self._tokens, early)
         return []
 
@@ -251,29 +248,27 @@ class LogJournal:
 
     # -- answers from the storage actor ----------------------------------------------------
 
-    def on_reply(self, message: Durable | NotDurable | Fetched) -> None:
-        """Release (or refuse) what waited for ``message.token``; feed fetched messages."""
+    def on_reply(self, message: Durable | NotDurable | Fetched, conn: Any) -> list[Release]:
+        """What ``message`` lets go (or refuses) of what waited for its token, to carry out in
+        order (``conn``: the actor's connection now); fetched messages go to the core."""
         if type(message) is Fetched:
             assert isinstance(message, Fetched)
             self.resumed.fetched(message)
-            self.settle()
-            return
+            return []
         queue = self._hold
         held = queue.find(message.token)
         if held is None:
-            return
+            return []
         if type(message) is Durable:
             assert isinstance(message, Durable)
             if not message.synced:  # written, the fsync under way: QoS 1 routes may go
-                queue.written(held, message.offsets)
-                return
+                return queue.written(held, message.offsets)
             self._stored(held, message.offsets)
         else:
             assert isinstance(message, NotDurable)
             self._refused(held, message.reason_code, message.reason)
         held.done = True
-        queue.release_ready()
-        self.settle()
+        return queue.release_ready(conn)
 
     def _stored(self, held: Held, offsets: tuple[int, ...]) -> None:
         if not any(isinstance(r, PublishAccepted) and r.qos for r in held.records) and held.records:
@@ -294,7 +289,8 @@ class LogJournal:
 
     def when_released(self, callback: Any) -> None:
         """Call ``callback()`` once everything held so far is carried out (now if nothing is)."""
-        self._hold.when_released(callback)
+        if not self._hold.when_released(callback):
+            callback()
 
     # -- records the storage refused: again, with backoff ---------------------------------
 
@@ -315,7 +311,7 @@ class LogJournal:
         records, self._retry = self._retry, []
         self._tokens += 1
         self._hold.hold(Held(self._tokens, [], self._actor.connection, [], records,
-                             blocking=False))
+                             blocking=False), None)
         self._tell_storage(records, self._actor.actor_ref, self._tokens)
 
     def handed_back(self, group: str, messages: tuple[AppMessage, ...]) -> None:

@@ -19,6 +19,8 @@ from typing import Any
 from actorbroker.codec import Connect, Packet
 from actorbroker.session import AppMessage, Effect
 
+from .hold import Release
+
 __all__ = ["MEMORY", "MemoryJournal"]
 
 
@@ -52,7 +54,7 @@ class MemoryJournal:
     def handed_back(self, group: str, messages: tuple[AppMessage, ...]) -> None:
         pass  # no log owes them to the group: the registry's redelivery is all
 
-    def on_reply(self, message: object) -> None:
+    def on_reply(self, message: object, conn: Any) -> list[Release]:
         raise TypeError(f"a storage answer without storage: {message!r}")
 
     def retry(self) -> None:
@@ -64,7 +66,7 @@ class MemoryJournal:
     # The actor's paths bound for this journal never call these two (see the module doc);
     # they keep the interface whole, and show what passing through it would do.
 
-    def intercept(self, effects: list[Effect]) -> list[Effect]:
+    def intercept(self, effects: list[Effect], conn: Any, credit: Any) -> list[Effect]:
         return effects  # all of them now: nothing waits for a log
 
     def deliverable(self, messages: tuple[AppMessage, ...], qos: int) -> tuple[AppMessage, ...]:

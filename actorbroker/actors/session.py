@@ -195,11 +195,12 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
 
     def _cleanup(self, reason: str) -> None:
         self._holds.release()
-        # The journal points back at this actor (to reach its core and connection): it lets
-        # go, so that reference counting frees an ended session at once. A served broker
-        # runs its full collections rarely (actorbroker.collector), and a session that
-        # lived a while would wait for one, a few KB per ended client.
-        self._journal.close()
+        # The journal points back at this actor (to reach its core and connection), and the
+        # bound effect paths too: they let go, so that reference counting frees an ended
+        # session at once. A served broker runs its full collections rarely
+        # (actorbroker.collector), and a session that lived a while would wait for one, a
+        # few KB per ended client.
+        self._journal_close()
         for handle in self._timers.values():
             handle.cancel()
         self._timers.clear()

@@ -100,6 +100,14 @@ class DurableSession:
             self._send_now = self._send_journaled
             self._deliver = self._deliver_journaled
 
+    def _journal_close(self) -> None:
+        """The actor stopped: the journal lets go of it, and so do the effect paths bound at
+        construction (bound methods, each a reference cycle through the actor), so that
+        reference counting frees an ended session at once."""
+        self._journal.close()
+        for name in ("_run", "_send_now", "_deliver"):
+            self.__dict__.pop(name, None)
+
     def _run_journaled(self, effects: list[Effect]) -> None:
         """Carry out the core's effects, in order, once the journal let them through."""
         effects = self._journal.intercept(effects, self._conn, self._credit)

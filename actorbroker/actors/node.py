@@ -35,7 +35,7 @@ from actorbroker.session.capabilities import Mqtt5Policy
 from actorbroker.session.backoff import BackoffPolicy
 
 from .connect.owners import Owners
-from .durability import DurabilitySettings
+from .sessions.journal.settings import DurabilitySettings
 from .names import Names
 
 __all__ = ["Node", "NodeSettings", "StatsSource"]

@@ -25,7 +25,7 @@ table, or through the registry, never reordered per topic ([MQTT-4.6.0-6]):
 see :mod:`.publish_route`.
 
 A QoS 1 PUBACK / QoS 2 PUBREC (``Route.ack``) is sent after its message was
-handed on (the "accepted" step); :mod:`.durability` holds it until the
+handed on (the "accepted" step); :mod:`.sessions.journal` holds it until the
 commit log has the record.
 
 Life: started by the gateway (or restarted by its supervisor after a
@@ -69,7 +69,7 @@ from supervisors import LoopActor, tell_if_alive
 from .admin import DiscardSession
 from .backpressure import HoldExpired, PublisherHolds
 from .connect.enhanced_auth import Reauthentication
-from .durability import RetryJournal
+from .storage.requests import RetryJournal
 from .faults import CrashForTest, crash_for_test
 from .messages import (
     AddSubscriptions,
@@ -126,7 +126,7 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
         self._restarted = restarted
         self._epoch = node.next_epoch()  # see actors.messages: stale Delivers are ignored
         self._reauth: Reauthentication | None = None  # MQTT 5 re-authentication in progress
-        self._durable_init(node)  # journal, held acks, resumed queue (session_durable.py)
+        self._journal_init(node)  # journal, held acks, resumed queue (session_durable.py)
         self._retransmit_init(node.retransmit)  # MQTT 3.x resends while connected
         self._clock: Callable[[], float] = self.actor_loop.time  # the loop's clock, bound
         #: The read credit of the read whose effects are carried out now (None: no read's).
@@ -188,7 +188,7 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
         inbox go with it too: the runtime cannot count those.)
         """
         core = self._core
-        durable = self._durability is not None and not core.clean_session
+        durable = self._journal.logged and not core.clean_session
         lost = sum(1 for d in core.queued if not durable or d.qos == 0)
         if not durable:
             lost += len(core.inflight)
@@ -197,13 +197,12 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
 
     def _cleanup(self, reason: str) -> None:
         self._holds.release()
-        # The durable state points back at this actor (to reach its core and connection):
-        # let go of it, so that reference counting frees an ended session at once. A
-        # served broker runs its full collections rarely (actorbroker.collector), and a
-        # session that lived a while would wait for one, a few KB per ended client.
-        durability, self._durability = self._durability, None
-        if durability is not None:
-            durability.detach()
+        # The journal points back at this actor (to reach its core and connection), and the
+        # bound effect paths too: they let go, so that reference counting frees an ended
+        # session at once. A served broker runs its full collections rarely
+        # (actorbroker.collector), and a session that lived a while would wait for one, a
+        # few KB per ended client.
+        self._journal_close()
         for handle in self._timers.values():
             handle.cancel()
         self._timers.clear()
@@ -254,12 +253,11 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
             if self._conn is None and self._holds.active:
                 self._holds.detached()
         elif cls is Durable or cls is NotDurable or cls is Fetched:
-            assert self._durability is not None
-            self._durability.on_reply(message)
+            self._carry_releases(self._journal.on_reply(message, self._conn))
+            self._journal.settle()
         elif cls is SubscriptionsAdded:
             self._router.changing -= 1
-            if self._durability is not None:
-                self._durability.subscribed(message.packet_id, message.results)
+            self._journal.subscribed(message.packet_id, message.results)
             self._run(self._core.subscribed(message.packet_id, message.results,
                                             message.retained, self._now()))
         elif cls is SubscriptionsRemoved:
@@ -267,13 +265,11 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
             self._run(self._core.unsubscribed(message.packet_id, self._now()))
         elif cls is Timer:
             self._run(self._core.on_timer(message.name, self._now()))
-            if self._durability is not None:
-                self._durability.settle()
+            self._journal.settle()
         elif cls is Retransmit:
             self._retransmit_fired(message)
         elif cls is RetryJournal:
-            assert self._durability is not None
-            self._durability.retry()
+            self._journal.retry()
         elif cls is Drained:
             self._drained(message)
             if self._holds.active:
@@ -313,8 +309,7 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
             return False  # retiring (hibernated: the keeper holds it now), or connected
         log.info("client %r: session deleted by an operator", self.client_id)
         self._run(self._core.expire(self._now()))
-        if self._durability is not None:
-            self._durability.settle()
+        self._journal.settle()
         return True
 
     def _inbound(self, message: Inbound) -> None:
@@ -325,14 +320,12 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
             if not self._forward_or(message.conn_id, message) and credit is not None:
                 credit.take()
             return
-        durability = self._durability
+        journal = self._journal
         self._credit = credit  # what the read routes carries it (see actors/backpressure.py)
         try:
-            if durability is not None:
-                durability.read(message.packets)
+            journal.read(message.packets)
             self._run(self._core.handle_all(message.packets, self._now()))
-            if durability is not None and durability.spool is not None:
-                durability.pump()
+            journal.pump()  # the resumed queue's next chunk, if the acks made room
         finally:
             self._credit = None
             if credit is not None:
@@ -342,15 +335,9 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
 
     # -- effects ---------------------------------------------------------------
 
-    def _run(self, effects: list[Effect]) -> None:
-        """Carry out the core's effects, in order; one conn.send at the end."""
-        if self._durability is not None:  # held until their records are stored, if need be
-            effects = self._durability.intercept(effects)
-        if effects:
-            self._carry_out(effects)
-
     def _carry_out(self, effects: list[Effect]) -> None:
-        """:meth:`_run` once the durability let ``effects`` through."""
+        """Carry out the core's effects, in order; one conn.send at the end. ``self._run``
+        is this without a log, else through the journal first (``_journal_init``)."""
         out: list[Packet] = []
         routes: dict[str, list[AppMessage]] = {}
         for effect in effects:
@@ -417,8 +404,8 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
         elif isinstance(effect, RequestUnsubscribe):
             registry.tell(RemoveSubscriptions(self.client_id, effect.packet_id,
                                               effect.topic_filters, self.actor_ref))
-            if effect.packet_id is None and self._durability is None:
-                self.renew_epoch()  # (with storage: SessionDurability did, when it saw it)
+            if effect.packet_id is None and not self._journal.logged:
+                self.renew_epoch()  # (with storage: LogJournal did, when it saw it)
             else:
                 self._router.changing += 1  # answered by SubscriptionsRemoved
 

@@ -16,6 +16,7 @@ effects only:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from actorbroker.codec import Auth, Packet
@@ -25,7 +26,7 @@ from actorbroker.session.effects import HandBackShared, Reauthenticate, SetKeepA
 from .connect.enhanced_auth import Reauthentication
 from .messages import DeliverMatched, DeliverShared, RedeliverShared
 from .node import Node
-from .topics.shared_groups import journal_handed_back
+from .sessions.journal.interface import Journal
 
 __all__ = ["Mqtt5Session"]
 
@@ -40,12 +41,11 @@ class Mqtt5Session:
     _epoch: int
     _retired: bool
     _reauth: Reauthentication | None
-    _durability: Any  # SessionDurability | None
+    _journal: Journal
+    _run: Callable[[list[Effect]], None]
 
     if TYPE_CHECKING:
         actor_ref: Any
-
-        def _run(self, effects: list[Effect]) -> None: ...
 
         def _now(self) -> float: ...
 
@@ -88,12 +88,10 @@ class Mqtt5Session:
                    journaled: bool = False) -> None:
         """Give ``messages`` back to shared subscription ``group``: owed by the group again in
         the commit log (out of this session's queue there), unless ``journaled`` (the
-        records of a ``HandBackShared`` went with the session's own, effect_records.py),
+        records of a ``HandBackShared`` went with the session's own, sessions/journal/records.py),
         then the registry picks another member (see actors/topics/shared_groups.py)."""
-        durability = self._durability
-        if durability is not None and not journaled:
-            journal_handed_back(self._node.names.storage(), group, self.client_id, messages,
-                                durability.durable)
+        if not journaled:
+            self._journal.handed_back(group, messages)
         self._node.registry().tell(RedeliverShared(self.client_id, group, messages))
 
     def _mqtt5_effect(self, effect: Effect, out: list[Packet]) -> tuple[int, str] | None:

@@ -30,6 +30,7 @@ from actorbroker.ports import ConnectionLost, Drained
 from actorbroker.session import Effect, Send, SessionCore, SessionState
 
 from .messages import Attach
+from .sessions.journal.interface import Journal
 
 __all__ = ["CHUNK", "ConnectionLifecycle", "peer"]
 
@@ -77,7 +78,7 @@ class ConnectionLifecycle:
     #: Hands an Attach that reached this retiring actor back to the gateway.
     _redispatch: Callable[[Attach], None]
     _reauth: Any
-    _durability: Any
+    _journal: Journal
     _node: Any
     _names: Any
     _metrics: Any
@@ -86,9 +87,9 @@ class ConnectionLifecycle:
     _claim: int = 0
     _user: str | None = None
 
-    if TYPE_CHECKING:
-        def _run(self, effects: list[Any]) -> None: ...
+    _run: Callable[[list[Effect]], None]
 
+    if TYPE_CHECKING:
         def _retire(self) -> None: ...
 
         def _now(self) -> float: ...
@@ -150,12 +151,10 @@ class ConnectionLifecycle:
                  ", id assigned" if attach.assigned else "",
                  ", session resumed" if _session_present(effects) else "",
                  extra=about(self.client_id, conn))
-        durability = self._durability
-        if durability is not None:
-            durability.attached(connect, self._core, peer(conn), now, attach.owner)
+        journal = self._journal
+        journal.attached(connect, self._core, peer(conn), now, attach.owner)
         self._run(effects)
-        if durability is not None:
-            durability.pump()
+        journal.pump()
 
     def _grants(self) -> ClientAcl | None:
         """The ACL's rules for this client id and the attached user (None: no ACL)."""
@@ -179,23 +178,19 @@ class ConnectionLifecycle:
         self._names.online.discard(self.client_id)
         self.last_seen = time.time()  # when its client went: the admin API shows it
         self._retransmit_reset()
-        durability = self._durability
-        if durability is None:
-            self._metrics.disconnected()
+        journal = self._journal
         reason = message.reason
         code = message.code if self._close_code is None else self._close_code
         self._close_code = None
         log.info("client %s disconnected from %s: %s", shown(self.client_id), peer(conn), reason,
                  extra=about(self.client_id, conn))
-        if durability is not None:  # held for the commit log: this connection never gets them
-            self._unwritten(durability.held_for(conn))
+        self._unwritten(journal.held_for(conn))  # held for the log: this connection never gets them
         effects = self._core.detach(self._now())
-        if durability is not None:
-            durability.detached(self._core, reason, code)
+        journal.detached(self._core, reason, code)
         self._run(effects)
-        if durability is not None:  # counted once its Will is routed (after the log has it)
-            durability.when_released(self._metrics.disconnected)
-            durability.settle()
+        # Counted once its Will is routed (with storage: after the log has it).
+        journal.when_released(self._metrics.disconnected)
+        journal.settle()
 
     def _drained(self, message: Drained) -> None:
         conn, core = self._conn, self._core

@@ -8,8 +8,12 @@ whose output flows, takes the core's fast path
 (``SessionCore.deliver_now``): the PUBLISHes come back as packets, no
 effects, and each is the message's shared one, which the transport encodes
 once for all its subscribers. With storage on, the packets still pass
-through the durability's ``intercept`` as one ``Send``: output held behind
-earlier effects waiting for the commit log stays in order. Anything else
+through the journal's ``intercept`` as one ``Send`` (output held behind
+earlier effects waiting for the commit log stays in order), and the
+messages through its ``deliverable`` first (a resumed queue goes before
+them); without, neither call is made: the actor binds ``_deliver`` and
+``_send_now`` once, to the ``_direct`` or ``_journaled`` variants below
+(actors/session_durable.py, ``_journal_init``). Anything else
 (QoS 1/2, a held or congested output, an expired message, MQTT 5 aliases
 or size limits) goes through ``SessionCore.deliver`` and its effects; a
 big batch goes out in chunks of :data:`CHUNK`, watching congestion.
@@ -17,7 +21,7 @@ big batch goes out in chunks of :data:`CHUNK`, watching congestion.
 A QoS 1/2 PUBLISH written to a connection that had closed already (it
 drops it) is reported to the core as never sent (``SessionCore.unsent``),
 so that its resend is a first send, DUP=0; so are those held for the
-commit log when the connection ends (``SessionDurability.held_for``).
+commit log when the connection ends (``LogJournal.held_for``).
 
 Counting: every PUBLISH written counts in ``publish_sent``; the MQTT 3.x
 retransmission timer is armed (:mod:`.session_retry`) when a PUBLISH goes
@@ -30,9 +34,11 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from actorbroker.codec import Packet, Publish
+from actorbroker.ports import ReadCredit
 from actorbroker.session import Effect, Send, SessionCore
 
 from .messages import Deliver
+from .sessions.journal.interface import Journal
 from .session_conn import CHUNK
 
 __all__ = ["SessionOutput"]
@@ -46,18 +52,31 @@ class SessionOutput:
     _conn: Any
     _epoch: int
     _metrics: Any
-    _durability: Any
+    _journal: Journal
     _retransmission: Any
     _clock: Callable[[], float]  # the loop's time(), bound
+    _run: Callable[[list[Effect]], None]
+    _credit: ReadCredit | None
+    _send_now: Callable[[list[Packet]], None]
 
     if TYPE_CHECKING:
-        def _run(self, effects: list[Effect]) -> None: ...
-
         def _carry_out(self, effects: list[Effect]) -> None: ...
 
         def _retransmit_sent(self) -> None: ...
 
-    def _deliver(self, message: Deliver) -> None:
+    def _deliver_journaled(self, message: Deliver) -> None:
+        """A ``Deliver`` with storage on: what the journal lets go to the core now (the rest
+        joins a resumed queue, or a hibernated session counts it), then as without."""
+        if message.epoch == self._epoch:  # (stale ones are counted as without)
+            messages = message.messages
+            admitted = self._journal.deliverable(messages, message.qos)
+            if admitted is not messages:
+                if not admitted:
+                    return
+                message = Deliver(admitted, message.qos, message.epoch, message.credit)
+        self._deliver_direct(message)
+
+    def _deliver_direct(self, message: Deliver) -> None:
         if message.epoch != self._epoch:
             # For subscriptions of a session state that was discarded (their removal
             # is on its way): lost with that state, as the core counts its queue.
@@ -69,11 +88,6 @@ class SessionOutput:
         if conn is not None and not core.output_held and conn.congested:
             core.hold_output()  # the socket is backed up: queue (within the limits) until Drained
         messages = message.messages
-        durability = self._durability
-        if durability is not None:
-            messages = durability.admit(messages, qos)  # behind a resumed queue
-            if not messages:
-                return
         if conn is not None and len(messages) <= CHUNK:
             packets = core.deliver_now(messages, qos, now)
             if packets is not None:
@@ -92,15 +106,18 @@ class SessionOutput:
                     core.hold_output()
         self._run(effects)
 
-    def _send_now(self, packets: list[Packet]) -> None:
-        """Write the QoS 0 PUBLISHes of ``SessionCore.deliver_now`` (an attached connection)."""
-        durability = self._durability
-        if durability is not None:
-            send = Send(tuple(packets))
-            effects = durability.intercept([send])
-            if len(effects) != 1 or effects[0] is not send:
-                self._carry_out(effects)  # held behind earlier output, or more came with it
-                return
+    def _send_journaled(self, packets: list[Packet]) -> None:
+        """``_send_now`` with storage on: through the journal, which may hold them."""
+        send = Send(tuple(packets))
+        effects = self._journal.intercept([send], self._conn, self._credit)
+        if len(effects) != 1 or effects[0] is not send:
+            self._carry_out(effects)  # held behind earlier output, or more came with it
+            return
+        self._write_now(packets)
+
+    def _write_now(self, packets: list[Packet]) -> None:
+        """Write the QoS 0 PUBLISHes of ``SessionCore.deliver_now`` (an attached connection):
+        ``_send_now`` without storage."""
         self._conn.send(packets)
         self._metrics.sent_qos[0] += len(packets)  # deliver_now: QoS 0 only
         self._published(len(packets))
@@ -138,8 +155,8 @@ class SessionOutput:
         if not ids:
             return
         marked = self._core.unsent(ids)
-        if marked and self._durability is not None:
-            self._durability.unsent(marked)
+        if marked:
+            self._journal.unsent(marked)
 
     def _published(self, count: int) -> None:
         """``count`` PUBLISHes were written: count them; arm the MQTT 3.x retransmission."""

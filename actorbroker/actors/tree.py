@@ -41,9 +41,9 @@ from actorbroker.session.backoff import BackoffPolicy
 from supervisors import ChildKind, ChildSpec, Intensity, ShardedSupervisor, Strategy, supervisor_spec
 
 from .connect.owners import Owners
-from .durability import DurabilitySettings
 from .names import Names, Singleton
 from .node import Node, NodeSettings, StatsSource
+from .sessions.journal.settings import DurabilitySettings
 from .storage.actor import StorageActor, StorageSettings
 from .storage.keeper import KeeperActor
 from .storage.recovery import internal_backoff

@@ -1,11 +1,13 @@
-"""The PUBACK hold of a session with storage on (actors/durability.py, gate.py, held.py).
+"""The PUBACK hold of a session with storage on (actors/sessions/journal/log.py, hold.py).
 
-Driven with the real SessionDurability, Gate and Held and a real SessionCore;
+Driven with the real LogJournal, HoldQueue and Held and a real SessionCore;
 the stand-ins are the storage actor (it only records the ``Append`` it is
 told; each test answers ``Durable``/``NotDurable`` itself, in the order it
-wants) and a session actor reduced to the few methods the durability calls
-(``run_effects`` goes through ``intercept`` as ``SessionActor._run`` does,
-and records what is carried out). No loop and no thread.
+wants) and a session actor reduced to the few methods the journal calls
+(``run_effects`` goes through ``intercept`` as ``SessionActor._run`` does)
+plus what it does with the journal's answers (what ``intercept`` lets
+through and the ``Release``s of ``on_reply`` are recorded as carried out).
+No loop and no thread.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from typing import Any
 
 import pytest
 
-from actorbroker.actors.durability import DurabilitySettings, SessionDurability
+from actorbroker.actors.sessions.journal.hold import Release
+from actorbroker.actors.sessions.journal.log import LogJournal
+from actorbroker.actors.sessions.journal.settings import DurabilitySettings
 from actorbroker.actors.storage.requests import Append, Durable, NotDurable
 from actorbroker.codec import (Connect, Packet, Properties, PubAck, PubRec, Publish, ReasonCode,
                                Subscribe, Subscription)
@@ -44,7 +48,7 @@ class Node:
 
 
 class Actor:
-    """What SessionDurability and the gate call on a session actor, and nothing else."""
+    """What LogJournal and its HoldQueue call on a session actor, and nothing else."""
 
     def __init__(self, level: int, *, clean: bool = True) -> None:
         self.client_id = "pub"
@@ -53,7 +57,7 @@ class Actor:
         self.connection = object()
         self.actor_ref = object()
         self.carried: list[Effect] = []  # what the actor carried out, in order
-        self.durability = SessionDurability(self, self.node, DurabilitySettings(hibernate=False))
+        self.durability = LogJournal(self, self.node, DurabilitySettings(hibernate=False))
         properties = Properties(session_expiry_interval=0 if clean else NEVER) if level == 5 \
             else Properties()
         connect = Connect("MQTT", level, "pub", clean, 0, properties=properties)
@@ -65,7 +69,7 @@ class Actor:
 
     def run(self, effects: list[Effect]) -> None:
         """SessionActor._run: held by the durability if need be, else carried out."""
-        self.carried += self.durability.intercept(effects)
+        self.carried += self.durability.intercept(effects, self.connection, None)
 
     def read(self, *packets: Packet) -> None:
         """SessionActor._inbound: one read of the client."""
@@ -75,8 +79,10 @@ class Actor:
     def run_effects(self, effects: list[Effect], credit: object = None) -> None:
         self.run(effects)
 
-    def held_credit(self) -> None:
-        return None  # no read credit: the transport's backpressure is not under test here
+    def carry(self, releases: list[Release]) -> None:
+        """SessionActor._carry_releases: what the journal let go, carried out past it."""
+        for release in releases:
+            self.carried += release.effects
 
     def renew_epoch(self) -> None:
         pass
@@ -98,10 +104,12 @@ class Actor:
 
     def answer(self, append: Append, *, synced: bool = True) -> None:
         offsets = tuple(range(100 * append.token, 100 * append.token + len(append.records)))
-        self.durability.on_reply(Durable(append.token, offsets, synced))
+        self.carry(self.durability.on_reply(Durable(append.token, offsets, synced),
+                                            self.connection))
 
     def refuse(self, append: Append, code: int = 0x97) -> None:
-        self.durability.on_reply(NotDurable(append.token, code, "disk full"))
+        self.carry(self.durability.on_reply(NotDurable(append.token, code, "disk full"),
+                                            self.connection))
 
     def packets(self) -> list[Packet]:
         """What reaches the client, as SessionActor._carry_out writes it: the packets of

@@ -1,4 +1,4 @@
-"""effect_records.derive with [storage] log_qos0: a QoS 0 message gets a PublishAccepted record that
+"""sessions/journal/records.derive with [storage] log_qos0: a QoS 0 message gets a PublishAccepted record that
 nothing waits for (no route entry: not held, no offset, no PUBACK), QoS 1/2 as before."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from actorbroker.actors.effect_records import derive
+from actorbroker.actors.sessions.journal.records import derive
 from actorbroker.codec import PubAck
 from actorbroker.persistence.records import PublishAccepted, WillSent
 from actorbroker.session import AppMessage, PublishWill, Route

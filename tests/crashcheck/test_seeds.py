@@ -20,7 +20,7 @@ from tests.crashcheck.run import run
 # hand-back's records went into one append (docs/storage.md, "Testing durability").
 SEEDS = [205, 206, 215, 218, 220, 221, 223, 224, 226, 524474476]
 # Power loss: each fails when the broker acknowledges before the fdatasync (tried by hand:
-# actors/durability.py on_reply storing at Durable(synced=False)): 327 and 343 lost
+# actors/sessions/journal/log.py on_reply storing at Durable(synced=False)): 327 and 343 lost
 # acknowledged messages in each of two tries, 269 in one; all pass on the real code.
 # 1093449900: a queue limit of 55 under a resumed durable queue, whose chunks of 64 dropped
 # messages from the middle of the queue (failed 6 runs in 7 before ResumedQueue.pump

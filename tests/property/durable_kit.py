@@ -27,7 +27,7 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 import supervisors
-from actorbroker.actors.durability import DurabilitySettings
+from actorbroker.actors.sessions.journal.settings import DurabilitySettings
 from actorbroker.actors.storage.requests import (Append, Durable, Fetch, Fetched, LoadRouting,
                                                  LoadSession)
 from actorbroker.actors.messages import (AddSubscriptions, RemoveSubscriptions, SessionEnded,

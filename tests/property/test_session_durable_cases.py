@@ -10,7 +10,7 @@ layer, each failing before its fix:
 * a ``Deliver`` for the discarded subscriptions was taken by the new session
   while the ``RequestUnsubscribe(None)`` that renews the epoch waited in the
   gate (the epoch was renewed only when the effect was carried out; now
-  ``SessionDurability.intercept`` renews it when it sees the effect).
+  ``LogJournal.intercept`` renews it when it sees the effect).
 
 The deep search found the first as "QoS 1 out of order": messages queued
 for the old session reached the clean one behind a newer message.

@@ -40,7 +40,7 @@ from hypothesis.control import currently_in_test_context, event as record_event
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from actorbroker.actors.storage.requests import Append, Durable
-from actorbroker.actors.held import with_offset
+from actorbroker.actors.sessions.journal.hold import with_offset
 from actorbroker.actors.storage.keeper import Sleeping
 from actorbroker.actors.messages import Attach, Deliver
 from actorbroker.codec import (ConnAck, Connect, Disconnect, Packet, Properties, PubAck, PubComp,

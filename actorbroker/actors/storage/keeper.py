@@ -60,7 +60,7 @@ from actorbroker.session.suboptions import select
 from supervisors import LoopActor, send_after, tell_if_alive
 
 from ..admin import ExpireSession
-from ..held import with_offset
+from ..sessions.journal.hold import with_offset
 from ..messages import Attach, Deliver, DeliverMatched, RouteViaRegistry, SessionEnded, Timer
 from ..node import Node
 from .requests import (

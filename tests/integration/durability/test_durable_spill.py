@@ -5,7 +5,7 @@ buffer, nothing read, nothing acknowledged). Its publisher is held for
 ``backpressure_timeout``, then let go: the session is stuck, its queue in
 RAM is full (``max_queued_messages``) and every further QoS 1 message for
 it is in the commit log anyway. It waits there as an offset
-(actors/resumed_queue.py) instead of being dropped ``queue_full`` (what a
+(actors/sessions/journal/resumed.py) instead of being dropped ``queue_full`` (what a
 clean session still does: test_broker_backpressure.py). When the
 subscriber reads again it gets every message, in order, once.
 """

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from actorbroker.actors.session_wills import SessionWills
+from actorbroker.actors.sessions.journal.wills import SessionWills
 from actorbroker.codec import Connect, Will
 from actorbroker.persistence.records import WillCleared, WillSet
 from actorbroker.session import AppMessage, EndSession, PublishWill, StartTimer

@@ -1,6 +1,6 @@
 """Actors layer: what a session actor does for the commit log. Stdlib, pykka, codec, session, durable, persistence.
 
-One :class:`SessionDurability` per session actor when storage is on (modes
+One :class:`LogJournal` per session actor when storage is on (modes
 fsync and os); the actor calls it at a few seams and it never blocks:
 
 * **Journal.** :meth:`intercept` sees the core's effects before the actor
@@ -8,15 +8,15 @@ fsync and os); the actor calls it at a few seams and it never blocks:
   a ``PublishAccepted`` per accepted QoS 1/2 message, the session events and, for
   durable sessions, the delivery state. Records of a read's packets, a
   CONNECT, a connection loss or a SUBACK are stashed by the actor before.
-* **Held output** (:mod:`.held`, :mod:`.gate`). When records must be
+* **Held output** (:mod:`.hold`). When records must be
   stored first, the effects are held under a token and one ``Append`` goes
   to the storage actor; ``Durable`` releases them in order (logged messages
   routed with their offsets, then the acks); ``NotDurable`` refuses the
   publishes. Later effects queue behind. An entry whose messages are all
   QoS 1 is marked early: its routes go once the records are written, before
-  the fsync, and only its PUBACKs wait (see :mod:`.gate`). A durable
+  the fsync, and only its PUBACKs wait (see :mod:`.hold`). A durable
   session's refused state records are sent again with exponential backoff.
-* **Resumed queue** (:mod:`.resumed_queue`), **Wills** (:mod:`.session_wills`:
+* **Resumed queue** (:mod:`.resumed`), **Wills** (:mod:`.wills`:
   ``WillSent``/``WillCleared``, a Will taken back from the log) and
   **hibernation** (:meth:`settle`, actors/storage/keeper.py).
 
@@ -28,7 +28,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections import deque
-from dataclasses import dataclass
 from typing import Any
 
 from actorbroker.codec import Connect, Packet, Subscription, shown
@@ -44,33 +43,27 @@ from actorbroker.durable.journal import (
 from actorbroker.persistence.records import (DisconnectCause, OutboundUnsent, PublishAccepted, Record,
                                              SessionDisconnected, SessionDropped)
 from actorbroker.session import AppMessage, Effect, EndSession, Send, SessionState
-from actorbroker.session.backoff import Backoff, BackoffPolicy
+from actorbroker.session.backoff import Backoff
 
-from .effect_records import derive
-from .gate import Gate
-from .held import STOP, UNHELD, Held, expiry_of, now_us
-from .resumed_queue import ResumedQueue
-from .session_wills import SessionWills
-from .storage.requests import Append, Durable, Fetched, NotDurable, RetryJournal, SessionLoad
+from ...storage.requests import (Append, Durable, Fetched, LoadSession, NotDurable, RetryJournal,
+                                SessionLoad)
+from ...topics.shared_groups import journal_handed_back
+from .hold import STOP, UNHELD, Held, HoldQueue, Release, expiry_of, now_us
+from .records import derive
+from .resumed import ResumedQueue
+from .settings import DurabilitySettings
+from .wills import SessionWills
 
-__all__ = ["DurabilitySettings", "RetryJournal", "SessionDurability"]
+__all__ = ["LogJournal"]
 
 log = logging.getLogger("actorbroker.session")
 
 
-@dataclass(frozen=True, slots=True)
-class DurabilitySettings:
-    """How sessions use the commit log (see :class:`SessionDurability`)."""
-
-    retry: BackoffPolicy = dataclasses.field(default_factory=lambda: BackoffPolicy(0.1, 2.0, 10.0))
-    max_queued_messages: int = 1000
-    max_queued_bytes: int = 0
-    hibernate: bool = True
-    log_qos0: bool = False  # [storage] log_qos0: QoS 0 PublishAccepted records, fire-and-forget
-
-
-class SessionDurability:
+class LogJournal:
     """Journal, held output, refusals and the resumed queue of one session actor."""
+
+    #: The session's state is in the commit log: its actor's crash loses only QoS 0.
+    logged = True
 
     def __init__(self, actor: Any, node: Any, settings: DurabilitySettings) -> None:
         self._actor = actor
@@ -81,7 +74,7 @@ class SessionDurability:
         self.hibernated = False
         self.resumed = ResumedQueue(actor, node, self)
         self.wills = SessionWills()
-        self._gate = Gate(actor)
+        self._hold = HoldQueue()
         self._tokens = 0
         self._stash: list[Record] = []
         self._asked: dict[int, deque[tuple[tuple[Subscription, ...], int | None]]] = {}
@@ -89,15 +82,17 @@ class SessionDurability:
         self._retry_backoff = Backoff(settings.retry)
         self._retry_armed = False
 
-    def detach(self) -> None:
-        """The session actor stopped: break the cycle with the resumed queue, so that
-        reference counting frees this object and the actor it points at."""
+    def close(self) -> None:
+        """The session actor stopped: break the cycles through it and the resumed queue, so
+        that reference counting frees this object and the actor at once (a served broker
+        runs its full collections rarely: actorbroker.collector)."""
         self.resumed.detach()
+        self._actor = None
 
     @property
     def idle(self) -> bool:
         """Nothing held, fetched or waiting to be stored again."""
-        return not self._gate and not self.resumed.fetching and not self._retry
+        return not self._hold and not self.resumed.fetching and not self._retry
 
     def _storage(self) -> Any:
         return self._node.names.storage()
@@ -148,7 +143,7 @@ class SessionDurability:
     def held_for(self, conn: Any) -> list[Packet]:
         """The packets held for ``conn`` (the actor's connection that just ended): never
         written, they go to that closed connection when released."""
-        return self._gate.packets_for(conn)
+        return self._hold.packets_for(conn)
 
     def unsent(self, packet_ids: list[int]) -> None:
         """The first PUBLISHes of these flows were never written: their ``OutboundUnsent``
@@ -175,20 +170,18 @@ class SessionDurability:
 
     # -- the core's effects ------------------------------------------------------------
 
-    def intercept(self, effects: list[Effect]) -> list[Effect]:
-        """The effects to carry out now; the rest is held until its records are stored."""
-        gate = self._gate
-        if gate.releasing:
-            return effects
+    def intercept(self, effects: list[Effect], conn: Any, credit: Any) -> list[Effect]:
+        """The effects to carry out now; the rest is held until its records are stored (made
+        for connection ``conn``, their routes carrying ``credit``: a read's, or None)."""
+        queue = self._hold
         if not self.durable and not self._stash and self.wills.loaded is None:
             for effect in effects:  # the fast path of deliveries: packets only, no records
                 if type(effect) is not Send:
                     break
             else:
-                if gate:  # behind what is held (nothing to hold for no effects at all)
+                if queue:  # behind what is held (nothing to hold for no effects at all)
                     if effects:
-                        gate.hold(Held(None, list(effects), self._actor.connection,
-                                       blocking=False))
+                        queue.hold(Held(None, list(effects), conn, blocking=False), credit)
                     return []
                 return effects
         cid, durable = self._cid, self.durable
@@ -212,9 +205,9 @@ class SessionDurability:
         if not hold:
             if records:
                 self._tell_storage(records, None, 0)  # history for the pipeline only
-            if gate:
-                gate.hold(Held(None, self._ending(effects), self._actor.connection,
-                               blocking=not found.plain))
+            if queue:
+                queue.hold(Held(None, self._ending(effects), conn, blocking=not found.plain),
+                           credit)
                 return []
             return effects
         if self._retry:
@@ -224,8 +217,8 @@ class SessionDurability:
             self._retry = []
         self._tokens += 1
         early = found.early and bool(routes)
-        gate.hold(Held(self._tokens, self._ending(effects), self._actor.connection, routes,
-                       records, early=early, blocking=bool(routes) or not found.plain))
+        queue.hold(Held(self._tokens, self._ending(effects), conn, routes, records, early=early,
+                        blocking=bool(routes) or not found.plain), credit)
         self._tell_storage(records, self._actor.actor_ref, self._tokens, early)
         return []
 
@@ -255,29 +248,27 @@ class SessionDurability:
 
     # -- answers from the storage actor ----------------------------------------------------
 
-    def on_reply(self, message: Durable | NotDurable | Fetched) -> None:
-        """Release (or refuse) what waited for ``message.token``; feed fetched messages."""
+    def on_reply(self, message: Durable | NotDurable | Fetched, conn: Any) -> list[Release]:
+        """What ``message`` lets go (or refuses) of what waited for its token, to carry out in
+        order (``conn``: the actor's connection now); fetched messages go to the core."""
         if type(message) is Fetched:
             assert isinstance(message, Fetched)
             self.resumed.fetched(message)
-            self.settle()
-            return
-        gate = self._gate
-        held = gate.find(message.token)
+            return []
+        queue = self._hold
+        held = queue.find(message.token)
         if held is None:
-            return
+            return []
         if type(message) is Durable:
             assert isinstance(message, Durable)
             if not message.synced:  # written, the fsync under way: QoS 1 routes may go
-                gate.written(held, message.offsets)
-                return
+                return queue.written(held, message.offsets)
             self._stored(held, message.offsets)
         else:
             assert isinstance(message, NotDurable)
             self._refused(held, message.reason_code, message.reason)
         held.done = True
-        gate.release_ready()
-        self.settle()
+        return queue.release_ready(conn)
 
     def _stored(self, held: Held, offsets: tuple[int, ...]) -> None:
         if not any(isinstance(r, PublishAccepted) and r.qos for r in held.records) and held.records:
@@ -298,7 +289,8 @@ class SessionDurability:
 
     def when_released(self, callback: Any) -> None:
         """Call ``callback()`` once everything held so far is carried out (now if nothing is)."""
-        self._gate.when_released(callback)
+        if not self._hold.when_released(callback):
+            callback()
 
     # -- records the storage refused: again, with backoff ---------------------------------
 
@@ -318,11 +310,33 @@ class SessionDurability:
             return
         records, self._retry = self._retry, []
         self._tokens += 1
-        self._gate.hold(Held(self._tokens, [], self._actor.connection, [], records,
-                             blocking=False))
+        self._hold.hold(Held(self._tokens, [], self._actor.connection, [], records,
+                             blocking=False), None)
         self._tell_storage(records, self._actor.actor_ref, self._tokens)
 
-    # -- the resumed queue (resumed_queue.py) ------------------------------------------
+    def handed_back(self, group: str, messages: tuple[AppMessage, ...]) -> None:
+        """The actor gives ``messages`` back to shared subscription ``group`` (not through a
+        ``HandBackShared``, whose records went with the session's own): owed by the group
+        again in the log, out of this session's queue there."""
+        journal_handed_back(self._storage(), group, self._cid, messages, self.durable)
+
+    # -- start ----------------------------------------------------------------------------
+
+    async def load(self, restarted: bool) -> SessionLoad | None:
+        """The durable state the log holds for this client id (None: none), asked of the
+        storage actor when the actor was woken from hibernation or restarted."""
+        storage = self._storage()
+        if storage is None:
+            return None
+        woken = self._node.woken
+        if self._cid in woken:
+            woken.discard(self._cid)
+        elif not restarted:
+            return None  # a new client id: the log has nothing of it (no ask on the way)
+        load: SessionLoad | None = await storage.ask(LoadSession(self._cid), block=False)
+        return load
+
+    # -- the resumed queue (resumed.py) -----------------------------------------------
 
     def restored(self, load: SessionLoad) -> None:
         """The actor restored ``load``: keep its queue, note an unfinished connection."""
@@ -341,7 +355,7 @@ class SessionDurability:
         """The resumed queue still to fetch (None when there is none)."""
         return self.resumed.spool
 
-    def admit(self, messages: tuple[AppMessage, ...], qos: int) -> tuple[AppMessage, ...]:
+    def deliverable(self, messages: tuple[AppMessage, ...], qos: int) -> tuple[AppMessage, ...]:
         """Of a Deliver, what goes to the core now (see :class:`ResumedQueue`)."""
         if self.hibernated:
             qos0 = sum(1 for m in messages if not min(m.qos, qos))
@@ -374,4 +388,4 @@ class SessionDurability:
         if keep:
             self._tell_storage(keep, None, 0)
         self.hibernated = True
-        actor.hibernate()
+        actor.hibernate(*self.wills.hand_over())

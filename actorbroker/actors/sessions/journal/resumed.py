@@ -40,7 +40,7 @@ from actorbroker.routing import matches, parse_shared
 from actorbroker.session import AppMessage, Effect, SessionState
 from actorbroker.session.queue import OutboundQueue
 
-from .storage.requests import Fetch, Fetched, SessionLoad
+from ...storage.requests import Fetch, Fetched, SessionLoad
 
 __all__ = ["ResumedQueue"]
 
@@ -52,13 +52,13 @@ LOW = 32
 class ResumedQueue:
     """The spool of one session actor (see the module doc)."""
 
-    __slots__ = ("_actor", "_durability", "_fetching", "_node", "_sub_ids", "_tokens", "horizon",
+    __slots__ = ("_actor", "_fetching", "_journal", "_node", "_sub_ids", "_tokens", "horizon",
                  "spool")
 
-    def __init__(self, actor: Any, node: Any, durability: Any) -> None:
+    def __init__(self, actor: Any, node: Any, journal: Any) -> None:
         self._actor = actor
         self._node = node
-        self._durability = durability  # SessionDurability: dropped(offset, reason)
+        self._journal = journal  # LogJournal: dropped(offset, reason)
         self.spool: OffsetQueue | None = None
         self.horizon = 0  # offsets below it came with the loaded state
         self._fetching: tuple[int, list[Entry]] | None = None
@@ -71,9 +71,10 @@ class ResumedQueue:
         return self._fetching is not None
 
     def detach(self) -> None:
-        """The session actor stopped: let go of its durability, which holds this queue
-        (a reference cycle the collector would have to find)."""
-        self._durability = None
+        """The session actor stopped: let go of it and of its journal, which holds this queue
+        (reference cycles the collector would have to find)."""
+        self._journal = None
+        self._actor = None
 
     def restored(self, load: SessionLoad) -> None:
         self.horizon = load.position
@@ -102,12 +103,12 @@ class ResumedQueue:
         queue = None
         if spool is None and not horizon:
             queue = self._actor.core.queue
-            if queue.elastic or not self._durability.durable or not queue.refuses(
+            if queue.elastic or not self._journal.durable or not queue.refuses(
                     sum(m.size for m in messages), len(messages)):
                 return messages
         now: list[AppMessage] = []
         now_bytes = 0
-        settings = self._durability.settings
+        settings = self._journal.settings
         limit, limit_bytes = settings.max_queued_messages, settings.max_queued_bytes
         for message in messages:
             delivery_qos = min(message.qos, qos)
@@ -125,7 +126,7 @@ class ResumedQueue:
                     limit_bytes and spool.bytes + message.size > limit_bytes):
                 self._node.metrics.drop("queue_full", client_id=self._actor.client_id,
                                         topic=message.topic)
-                self._durability.dropped(message.log_offset, "queue_full")
+                self._journal.dropped(message.log_offset, "queue_full")
             else:
                 spool.append(Entry(message.log_offset, delivery_qos, False, message.size))
         return tuple(now)
@@ -160,7 +161,7 @@ class ResumedQueue:
         for entry, found in zip(fetching[1], message.messages):
             if found is None:  # its segment was lost (quarantined, deleted by hand)
                 self._node.metrics.drop("unreadable", client_id=actor.client_id)
-                self._durability.dropped(entry.offset, "unreadable")
+                self._journal.dropped(entry.offset, "unreadable")
                 continue
             if core.state is SessionState.ENDED:
                 break
@@ -168,7 +169,7 @@ class ResumedQueue:
             if grants is not None and not grants.may_read(found.topic):
                 self._node.metrics.drop("not_authorized", client_id=actor.client_id,
                                         topic=found.topic)
-                self._durability.dropped(entry.offset, "not_authorized")
+                self._journal.dropped(entry.offset, "not_authorized")
                 continue
             ids = self._ids_for(found.topic) if self._sub_ids else ()
             if ids:

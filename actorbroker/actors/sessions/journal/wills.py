@@ -1,6 +1,6 @@
 """Actors layer: what a session actor journals about its Wills, and a Will it took back from the log. Stdlib, codec, session, durable, persistence.
 
-One :class:`SessionWills` per :class:`~.durability.SessionDurability`. The
+One :class:`SessionWills` per :class:`~.log.LogJournal`. The
 log must always tell whether a Will is still to be sent, because a broker
 that restarts after a crash publishes the ones that are (actors/storage/keeper.py):
 

@@ -1,6 +1,6 @@
 """Actors layer: the commit log records a session core's effects make, and how they may be held. Stdlib, session, durable, persistence.
 
-:func:`derive` reads one core call's effects for :class:`~.durability.SessionDurability`
+:func:`derive` reads one core call's effects for :class:`~.log.LogJournal`
 (which stashes the records of what the actor saw before and decides what to
 hold): a ``PublishAccepted`` per QoS 1/2 message routed (and per Will), the
 ``WillSent`` of a Will, and for durable sessions the delivery state
@@ -8,7 +8,7 @@ hold): a ``PublishAccepted`` per QoS 1/2 message routed (and per Will), the
 ``SessionExpired``). It also tells whether the effects may be routed before
 their records are synced (:attr:`Derived.early`: every logged message is
 QoS 1 and nothing else in them must stay ordered with routes; see
-:mod:`.gate`), and whether later routes may overtake them
+:mod:`.hold`), and whether later routes may overtake them
 (:attr:`Derived.plain`).
 
 With ``[storage] log_qos0`` a QoS 0 message (or Will) gets its ``PublishAccepted``
@@ -41,7 +41,7 @@ from actorbroker.session import (
     Send,
 )
 
-from .held import NEUTRAL
+from .hold import NEUTRAL
 
 __all__ = ["Derived", "derive"]
 

@@ -21,7 +21,8 @@ from typing import Any
 from durable_kit import Conn, MemoryLog, MemoryRegistry, new_actor, new_node, run_start
 
 from actorbroker.actors.messages import Attach, Deliver, RouteBatchViaRegistry, RouteViaRegistry
-from actorbroker.actors.node import Node, NodeSettings, Refs
+from actorbroker.actors.names import Singleton
+from actorbroker.actors.node import Node, NodeSettings
 from actorbroker.actors.sessions.journal.log import LogJournal
 from actorbroker.actors.sessions.journal.memory import MemoryJournal
 from actorbroker.codec import (Connect, Disconnect, Packet, PingReq, PubAck, PubComp, PubRec,
@@ -59,8 +60,8 @@ def run_script(storage: bool) -> tuple[list[Packet], list[tuple[str, bytes]], ty
     if storage:
         node = new_node(config, log, registry)
     else:
-        refs: Any = Refs(registry=registry, storage=None)  # type: ignore[arg-type]
-        node = Node(settings=NodeSettings(session=config), refs=refs, durability=None)
+        node = Node(settings=NodeSettings(session=config), durability=None)
+        node.names.register(Singleton.REGISTRY, registry)  # type: ignore[arg-type]
     loop = asyncio.new_event_loop()
     try:
         actor = run_start(new_actor(node, CID, loop, lambda: 1.0, woken=False))
@@ -113,8 +114,8 @@ def test_memory_and_log_journals_give_the_same_packets() -> None:
 def test_a_memory_node_binds_the_direct_paths() -> None:
     """No call and no check per effect without storage: the actor's paths are bound once."""
     registry = Registry(lambda to, message: None)
-    refs: Any = Refs(registry=registry, storage=None)  # type: ignore[arg-type]
-    node = Node(settings=NodeSettings(session=SessionConfig()), refs=refs, durability=None)
+    node = Node(settings=NodeSettings(session=SessionConfig()), durability=None)
+    node.names.register(Singleton.REGISTRY, registry)  # type: ignore[arg-type]
     loop = asyncio.new_event_loop()
     try:
         actor = new_actor(node, CID, loop, lambda: 1.0, woken=False)

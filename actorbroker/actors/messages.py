@@ -6,24 +6,9 @@ the codec only; these carry :class:`~actorbroker.session.AppMessage` and
 therefore live with the actors. All are frozen slotted dataclasses;
 commands are imperative, notifications past tense.
 
-Who tells whom::
-
-    gateway  -> session   Attach
-    session  -> topic     PublishBatch            the direct path, one per topic per read
-    session  -> registry  RouteViaRegistry        no topic actor yet, RETAIN set, or draining
-    registry -> session   Routed                  after forwarding a RouteViaRegistry
-    topic    -> session   Deliver                 one per subscriber per PublishBatch
-    topic    -> session   DeliverMatched          (MQTT 5) instead, when its subscriptions have options
-    topic    -> session   DeliverShared           (MQTT 5) to the member a shared group chose
-    session  -> registry  RedeliverShared         (MQTT 5) hand a shared group's messages back
-    registry -> session   DeliverShared           ... to another member
-    session  -> registry  AddSubscriptions / RemoveSubscriptions / SessionEnded
-    registry -> session   SubscriptionsAdded / SubscriptionsRemoved
-    session  => registry  SessionStarted          (an ask, from on_start) -> subscriptions
-    registry -> topic     SubscribersChanged, StopTopic
-    topic    -> registry  TopicIdle
-    registry -> itself    TopicStarted            the Topics supervisor started a topic actor
-    actor    -> itself    Timer
+Who tells whom: the table in docs/architecture.md, "Who tells whom" (with
+the storage actor's messages; tests/unit/test_architecture_doc.py keeps it
+complete).
 
 Never ask around a cycle: the registry never asks a session or a topic; a
 topic never asks anyone.

@@ -12,7 +12,7 @@ one read to the same topic travel as one batch) -> one ``conn.send`` with
 every PUBACK/PUBREC/... of the read -> one ``batch_done``. Per batch a topic
 delivers: one ``Deliver`` -> one ``conn.send`` (per 64 messages for big
 batches; live QoS 0 takes the core's fast path without effects, see
-:mod:`.session_output`). No ask, no task, no timer per packet (the
+:mod:`.sessions.output`). No ask, no task, no timer per packet (the
 transport enforces the keepalive).
 
 Slow subscribers: when the connection reports ``congested`` the core holds
@@ -91,8 +91,8 @@ from .publish_route import PublishRouter
 from .session5 import Mqtt5Session
 from .session_conn import ConnectionLifecycle, about, peer
 from .session_durable import DurableSession
-from .session_output import SessionOutput
-from .session_retry import Retransmit, Retransmitting
+from .sessions.output import Output
+from .sessions.retransmit import Retransmit, Retransmitter
 from .storage.requests import Durable, Fetched, NotDurable
 
 __all__ = ["SessionActor"]
@@ -101,9 +101,9 @@ log = logging.getLogger("actorbroker.session")
 
 
 
-class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSession,
-                   Retransmitting, LoopActor):
-    """The session of one client id (see the module doc)."""
+class SessionActor(ConnectionLifecycle, Mqtt5Session, DurableSession, LoopActor):
+    """The session of one client id (see the module doc); a
+    :class:`~.sessions.host.SessionHost` to its output and retransmission."""
 
     def __init__(self, client_id: str, node: Node, *, redispatch: Callable[[Attach], None],
                  restarted: bool = False) -> None:
@@ -114,7 +114,8 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
         self._names = node.names
         self._metrics = node.metrics
         self._core = SessionCore(client_id, node.settings.session)
-        self._conn: Any = None
+        #: The attached connection (None: none attached).
+        self.connection: Any = None
         self._conn_id = 0
         #: The reason code of the Close this actor carried out on the attached connection
         #: (None: it closed none): the cause its SessionDisconnected journals.
@@ -124,13 +125,20 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
         self._forward: dict[int, Any] = {}  # conn id -> port of a connection handed back
         self._retired = False
         self._restarted = restarted
-        self._epoch = node.next_epoch()  # see actors.messages: stale Delivers are ignored
+        #: The epoch of this session's current subscriptions (see actors.messages: stale
+        #: Delivers are ignored).
+        self.epoch = node.next_epoch()
         self._reauth: Reauthentication | None = None  # MQTT 5 re-authentication in progress
-        self._journal_init(node)  # journal, held acks, resumed queue (session_durable.py)
-        self._retransmit_init(node.retransmit)  # MQTT 3.x resends while connected
         self._clock: Callable[[], float] = self.actor_loop.time  # the loop's clock, bound
         #: The read credit of the read whose effects are carried out now (None: no read's).
         self._credit: ReadCredit | None = None
+        self._journal_init(node)  # journal, held acks, resumed queue (session_durable.py)
+        # MQTT 3.x resends while connected, and what goes out to the client.
+        self._retransmitter = Retransmitter(self, self._core, node.retransmit)
+        self._output = Output(self, self._core, self._journal, self._metrics, self._retransmitter,
+                              self._run, self._clock)
+        #: Take a Deliver: the Output's, bound once (with or without the journal).
+        self._deliver: Callable[[Deliver], None] = self._output.deliver
         self._queue = self._core.queue
         # The ref, not a bound method: a collaborator the actor keeps holding the actor
         # would make a reference cycle (the ref lets go of a stopped one).
@@ -144,9 +152,9 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
         return dict(self._router.via)
 
     @property
-    def epoch(self) -> int:
-        """The epoch of this session's current subscriptions (see actors.messages)."""
-        return self._epoch
+    def credit(self) -> ReadCredit | None:
+        """The read credit of the read whose effects are carried out now (None: no read's)."""
+        return self._credit
 
     @property
     def core(self) -> SessionCore:
@@ -160,11 +168,11 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
         found = await self._node.registry().ask(SessionStarted(self.client_id), block=False)
         subscriptions = found.subscriptions
         if subscriptions:
-            self._epoch = found.epoch
+            self.epoch = found.epoch
         if await self._durable_start(subscriptions):
             return
         if subscriptions:
-            self._epoch = found.epoch
+            self.epoch = found.epoch
             self._run(self._core.restore(subscriptions, self._now()))
             log.info("client %s: session restored with %d subscription(s) after a restart",
                      shown(self.client_id), len(subscriptions))
@@ -207,7 +215,7 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
             handle.cancel()
         self._timers.clear()
         self._names.unregister_session(self.client_id, self.actor_ref)
-        conn, self._conn = self._conn, None
+        conn, self.connection = self.connection, None
         if conn is not None:
             self._names.online.discard(self.client_id)
             self._metrics.disconnected()
@@ -234,7 +242,7 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
                 self._deliver(message)
             else:  # see actors/backpressure.py; attributes only unless the queue is pressed
                 queue = self._queue
-                queue.elastic = (self._conn is not None and credit.conn_id != self._conn_id
+                queue.elastic = (self.connection is not None and credit.conn_id != self._conn_id
                                  and not self._holds.stuck)  # it can hold this publisher
                 self._deliver(message)
                 queue.elastic = False
@@ -250,10 +258,10 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
             self._attach(message)
         elif cls is ConnectionLost:
             self._lost(message)
-            if self._conn is None and self._holds.active:
+            if self.connection is None and self._holds.active:
                 self._holds.detached()
         elif cls is Durable or cls is NotDurable or cls is Fetched:
-            self._carry_releases(self._journal.on_reply(message, self._conn))
+            self._carry_releases(self._journal.on_reply(message, self.connection))
             self._journal.settle()
         elif cls is SubscriptionsAdded:
             self._router.changing -= 1
@@ -267,7 +275,7 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
             self._run(self._core.on_timer(message.name, self._now()))
             self._journal.settle()
         elif cls is Retransmit:
-            self._retransmit_fired(message)
+            self._retransmitter.fired(message)
         elif cls is RetryJournal:
             self._journal.retry()
         elif cls is Drained:
@@ -279,7 +287,7 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
             if credit is None:
                 self._deliver_matched(message)
             else:
-                self._holds.admit(self._conn is not None and credit.conn_id != self._conn_id)
+                self._holds.admit(self.connection is not None and credit.conn_id != self._conn_id)
                 self._deliver_matched(message)
                 self._holds.taken(credit, self._conn_id if self._core.attached else None)
         elif cls is HoldExpired:
@@ -289,7 +297,7 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
             if credit is None:
                 self._deliver_shared(message)
             else:
-                self._holds.admit(self._conn is not None and credit.conn_id != self._conn_id)
+                self._holds.admit(self.connection is not None and credit.conn_id != self._conn_id)
                 self._deliver_shared(message)
                 self._holds.taken(credit, self._conn_id if self._core.attached else None)
         elif cls is Reauthorize:
@@ -304,7 +312,7 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
 
     def _discard(self) -> bool:
         """An operator deleted this session: end it as its expiry would (offline only)."""
-        if (self._retired or self._conn is not None
+        if (self._retired or self.connection is not None
                 or self._core.state is not SessionState.DISCONNECTED):
             return False  # retiring (hibernated: the keeper holds it now), or connected
         log.info("client %r: session deleted by an operator", self.client_id)
@@ -313,7 +321,7 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
         return True
 
     def _inbound(self, message: Inbound) -> None:
-        conn = self._conn
+        conn = self.connection
         credit = message.credit
         if conn is None or message.conn_id != self._conn_id:
             # Else a taken-over connection: nothing of the read goes on, its credit is back.
@@ -335,7 +343,7 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
 
     # -- effects ---------------------------------------------------------------
 
-    def _carry_out(self, effects: list[Effect]) -> None:
+    def carry_out(self, effects: list[Effect]) -> None:
         """Carry out the core's effects, in order; one conn.send at the end. ``self._run``
         is this without a log, else through the journal first (``_journal_init``)."""
         out: list[Packet] = []
@@ -369,7 +377,7 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
                         handle.cancel()
                 case Close():
                     routes = self._route(routes)
-                    self._flush(out)
+                    self._output.flush(out)
                     out = []
                     self._close(effect)
                 case EndSession():
@@ -380,13 +388,13 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
                     failed = self._mqtt5_effect(effect, out)
                     if failed is not None:  # re-authentication failed: DISCONNECT, close
                         routes = self._route(routes)
-                        self._flush(out)
+                        self._output.flush(out)
                         out = []
                         self._run(self._core.disconnect(ReasonCode(failed[0]), failed[1]))
         if routes:
             self._route(routes)
         if out:
-            self._flush(out)
+            self._output.flush(out)
 
     def _route(self, routes: dict[str, list[AppMessage]]) -> dict[str, list[AppMessage]]:
         """Hand the batches on (see :mod:`.publish_route`); a new empty dict for the next."""
@@ -398,7 +406,7 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
         if isinstance(effect, RequestSubscribe):
             self._router.changing += 1  # answered by SubscriptionsAdded
             registry.tell(AddSubscriptions(self.client_id, effect.packet_id, effect.subscriptions,
-                                           self._core.clean_session, self._epoch,
+                                           self._core.clean_session, self.epoch,
                                            self.actor_ref, effect.subscription_id,
                                            self._core.protocol_level))
         elif isinstance(effect, RequestUnsubscribe):
@@ -411,10 +419,10 @@ class SessionActor(SessionOutput, ConnectionLifecycle, Mqtt5Session, DurableSess
 
     def renew_epoch(self) -> None:
         """The core discarded the session state: Delivers of its old subscriptions are stale."""
-        self._epoch = self._node.next_epoch()
+        self.epoch = self._node.next_epoch()
 
     def _close(self, effect: Close) -> None:
-        conn = self._conn
+        conn = self.connection
         if conn is None:
             return
         if not conn.closed:  # else the transport ended it first: its ConnectionLost says why

@@ -37,8 +37,8 @@ class Mqtt5Session:
     client_id: str
     _node: Node
     _core: SessionCore
-    _conn: Any
-    _epoch: int
+    connection: Any
+    epoch: int
     _retired: bool
     _reauth: Reauthentication | None
     _journal: Journal
@@ -50,12 +50,12 @@ class Mqtt5Session:
         def _now(self) -> float: ...
 
     def _hold_if_congested(self) -> None:
-        conn, core = self._conn, self._core
+        conn, core = self.connection, self._core
         if conn is not None and not core.output_held and conn.congested:
             core.hold_output()
 
     def _deliver_matched(self, message: DeliverMatched) -> None:
-        if message.epoch != self._epoch:
+        if message.epoch != self.epoch:
             self._node.metrics.drop("session_ended", len(message.messages),
                                     client_id=self.client_id, topic=message.messages[0].topic)
             return
@@ -69,7 +69,7 @@ class Mqtt5Session:
     def _deliver_shared(self, message: DeliverShared) -> None:
         # For a discarded session state, or reaching an actor that is retiring (its
         # session ended, or it hibernated: what it queued now would be lost): back to the group.
-        if message.epoch != self._epoch or self._retired:
+        if message.epoch != self.epoch or self._retired:
             self._hand_back(message.group, message.messages)
             return
         self._hold_if_congested()
@@ -102,8 +102,8 @@ class Mqtt5Session:
         ``core.disconnect``.
         """
         if isinstance(effect, SetKeepAlive):
-            if self._conn is not None:
-                self._conn.set_keepalive(effect.seconds)
+            if self.connection is not None:
+                self.connection.set_keepalive(effect.seconds)
         elif isinstance(effect, HandBackShared):
             groups: dict[str, list[AppMessage]] = {}
             for delivery in effect.deliveries:

@@ -7,7 +7,7 @@ new one and the durable state, if any, resumes. ``ConnectionLost`` detaches
 it: the core decides about the Will and the session's end, and a durable
 session may hibernate once nothing is pending; first PUBLISHes still held
 for the commit log will never reach that connection, and the core hears so
-first (their resend is then DUP=0, :mod:`.session_output`). ``Drained`` (the socket took
+first (their resend is then DUP=0, :mod:`.sessions.output`). ``Drained`` (the socket took
 what was buffered) releases the queue held while it was congested. A session that is retiring
 hands an ``Attach`` back to the gateway and forwards what later arrives for
 that connection (:meth:`ConnectionLifecycle._forward_or`). The client id is in
@@ -21,24 +21,22 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from actorbroker.auth import ClientAcl
-from actorbroker.codec import SHOWN_LENGTH, ConnAck, Packet, protocol_name, shown
+from actorbroker.codec import SHOWN_LENGTH, ConnAck, protocol_name, shown
 from actorbroker.ports import ConnectionLost, Drained
 from actorbroker.session import Effect, Send, SessionCore, SessionState
 
 from .messages import Attach
 from .sessions.journal.interface import Journal
+from .sessions.output import CHUNK, Output
+from .sessions.retransmit import Retransmitter
 
-__all__ = ["CHUNK", "ConnectionLifecycle", "peer"]
+__all__ = ["ConnectionLifecycle", "peer"]
 
 log = logging.getLogger("actorbroker.session")
-
-#: Deliveries written per conn.send while a big batch or a drained queue goes out.
-CHUNK = 64
-
 
 def _session_present(effects: list[Effect]) -> bool:
     """Whether the CONNACK among ``effects`` says Session Present."""
@@ -68,7 +66,7 @@ class ConnectionLifecycle:
 
     client_id: str
     _core: SessionCore
-    _conn: Any
+    connection: Any
     _conn_id: int
     _close_code: int | None
     _forward: dict[int, Any]
@@ -88,15 +86,13 @@ class ConnectionLifecycle:
     _user: str | None = None
 
     _run: Callable[[list[Effect]], None]
+    _output: Output
+    _retransmitter: Retransmitter
 
     if TYPE_CHECKING:
         def _retire(self) -> None: ...
 
         def _now(self) -> float: ...
-
-        def _retransmit_reset(self) -> None: ...
-
-        def _unwritten(self, packets: Iterable[Packet]) -> None: ...
 
     def _forward_or(self, conn_id: int, message: Any) -> bool:
         """Pass a message of a handed-back connection on; False if it is not one."""
@@ -117,28 +113,28 @@ class ConnectionLifecycle:
         if conn.closed:
             log.info("client %s from %s: connection closed before it was attached",
                      shown(self.client_id), peer(conn))
-            if self._core.state is SessionState.NEW and self._conn is None:
+            if self._core.state is SessionState.NEW and self.connection is None:
                 # Started for this connection alone: nothing to keep, not even the owner
                 # its CONNECT claimed (else one entry per such client id, forever).
                 self._node.owners.release(self.client_id, attach.claim)
                 self._retire()
             return
         now = self._now()
-        old = self._conn
+        old = self.connection
         if old is not None:
             log.info("client %s disconnected from %s: taken over by a new connection from %s"
                      " [MQTT-3.1.4-2]", shown(self.client_id), peer(old), peer(conn),
                      extra=about(self.client_id, old))
             self._run(self._core.take_over(now))  # closes the old connection, maybe its Will
-            self._conn = None
+            self.connection = None
             self._close_code = None  # that Close was the old connection's
             self._metrics.disconnected()
-        self._conn, self._conn_id = conn, conn.conn_id
+        self.connection, self._conn_id = conn, conn.conn_id
         self._metrics.connected()
         connect = attach.connect
         self._names.online.add(self.client_id)
         self._reauth = None
-        self._retransmit_reset()
+        self._retransmitter.reset()
         effects = self._core.attach(connect, now, assigned=attach.assigned,
                                     auth_data=attach.auth_data)
         self._claim, self._user = attach.claim, connect.username
@@ -166,25 +162,25 @@ class ConnectionLifecycle:
         """The ACL was reloaded: the client's rights, its subscriptions re-checked (also
         while it is offline, as the user it last attached as: nothing more is queued for
         a revoked subscription). A session this actor never attached waits for its CONNECT."""
-        if self._claim or self._conn is not None:
+        if self._claim or self.connection is not None:
             self._run(self._core.authorize(self._grants()))
 
     def _lost(self, message: ConnectionLost) -> None:
-        conn = self._conn
+        conn = self.connection
         if conn is None or message.conn_id != self._conn_id:
             self._forward_or(message.conn_id, message)  # else: a taken-over connection
             return
-        self._conn = None
+        self.connection = None
         self._names.online.discard(self.client_id)
         self.last_seen = time.time()  # when its client went: the admin API shows it
-        self._retransmit_reset()
+        self._retransmitter.reset()
         journal = self._journal
         reason = message.reason
         code = message.code if self._close_code is None else self._close_code
         self._close_code = None
         log.info("client %s disconnected from %s: %s", shown(self.client_id), peer(conn), reason,
                  extra=about(self.client_id, conn))
-        self._unwritten(journal.held_for(conn))  # held for the log: this connection never gets them
+        self._output.unwritten(journal.held_for(conn))  # held for the log: this connection never gets them
         effects = self._core.detach(self._now())
         journal.detached(self._core, reason, code)
         self._run(effects)
@@ -193,7 +189,7 @@ class ConnectionLifecycle:
         journal.settle()
 
     def _drained(self, message: Drained) -> None:
-        conn, core = self._conn, self._core
+        conn, core = self.connection, self._core
         if conn is None or message.conn_id != self._conn_id:
             self._forward_or(message.conn_id, message)
             return

@@ -27,7 +27,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from actorbroker.codec import Packet, Subscription, shown
+from actorbroker.codec import Subscription, shown
 from actorbroker.durable import NEVER
 from actorbroker.persistence.records import WillSet
 from actorbroker.ports import ReadCredit
@@ -40,6 +40,8 @@ from .node import Node
 from .sessions.journal.hold import Release
 from .sessions.journal.interface import Journal, journal_for
 from .sessions.journal.memory import MemoryJournal
+from .sessions.output import Output
+from .sessions.retransmit import Retransmitter
 from .storage.keeper import Sleeping
 from .storage.requests import Hibernated, SessionLoad
 
@@ -54,7 +56,7 @@ class DurableSession:
     client_id: str
     _node: Node
     _core: SessionCore
-    _conn: Any
+    connection: Any
     _timers: dict[str, Any]
     _retired: bool
     _claim: int
@@ -64,8 +66,9 @@ class DurableSession:
     #: Carry out the core's effects, through the journal if it may hold them: bound once
     #: to one of the two below (:meth:`_journal_init`).
     _run: Callable[[list[Effect]], None]
-    _send_now: Callable[[list[Packet]], None]
     _deliver: Callable[[Deliver], None]
+    _output: Output
+    _retransmitter: Retransmitter
 
     if TYPE_CHECKING:
         actor_ref: Any
@@ -76,44 +79,34 @@ class DurableSession:
 
         def stop(self) -> None: ...
 
-        def _carry_out(self, effects: list[Effect]) -> None: ...
-
-        def _write_now(self, packets: list[Packet]) -> None: ...
-
-        def _send_journaled(self, packets: list[Packet]) -> None: ...
-
-        def _deliver_direct(self, message: Deliver) -> None: ...
-
-        def _deliver_journaled(self, message: Deliver) -> None: ...
+        def carry_out(self, effects: list[Effect]) -> None: ...
 
     def _journal_init(self, node: Node) -> None:
-        """Take the journal (:func:`journal_for`) and bind the effect paths for it, once: with
-        a MemoryJournal the effects, the QoS 0 fast path's packets and each Deliver go
-        straight on, no call and no check per effect (the ``routes`` benchmark makes 6.3
-        Delivers of each publish)."""
+        """Take the journal (:func:`journal_for`) and bind the effect path for it, once: with
+        a MemoryJournal the effects go straight on, no call and no check per effect (the
+        :class:`~.sessions.output.Output` binds the QoS 0 fast path's packets and each
+        Deliver the same way: the ``routes`` benchmark makes 6.3 Delivers of each publish)."""
         journal = self._journal = journal_for(self, node)
         if isinstance(journal, MemoryJournal):
-            self._run = self._carry_out
-            self._send_now = self._write_now
-            self._deliver = self._deliver_direct
+            self._run = self.carry_out
         else:
             self._run = self._run_journaled
-            self._send_now = self._send_journaled
-            self._deliver = self._deliver_journaled
 
     def _journal_close(self) -> None:
-        """The actor stopped: the journal lets go of it, and so do the effect paths bound at
-        construction (bound methods, each a reference cycle through the actor), so that
-        reference counting frees an ended session at once."""
+        """The actor stopped: the journal and the components let go of it, and so do the
+        effect paths bound at construction (bound methods, each a reference cycle through
+        the actor), so that reference counting frees an ended session at once."""
         self._journal.close()
-        for name in ("_run", "_send_now", "_deliver"):
+        self._output.close()
+        self._retransmitter.close()
+        for name in ("_run", "_deliver"):
             self.__dict__.pop(name, None)
 
     def _run_journaled(self, effects: list[Effect]) -> None:
         """Carry out the core's effects, in order, once the journal let them through."""
-        effects = self._journal.intercept(effects, self._conn, self._credit)
+        effects = self._journal.intercept(effects, self.connection, self._credit)
         if effects:
-            self._carry_out(effects)
+            self.carry_out(effects)
 
     def _carry_releases(self, releases: list[Release]) -> None:
         """Carry out what the journal let go, in order, past it: each release's effects with
@@ -123,7 +116,7 @@ class DurableSession:
             if release.effects:
                 outer, self._credit = self._credit, credit
                 try:
-                    self._carry_out(release.effects)
+                    self.carry_out(release.effects)
                 finally:
                     self._credit = outer
             if credit is not None:
@@ -163,11 +156,6 @@ class DurableSession:
         return True
 
     # -- what LogJournal calls ------------------------------------------------
-
-    @property
-    def connection(self) -> Any:
-        """The attached connection (None when there is none)."""
-        return self._conn
 
     def run_effects(self, effects: list[Effect], credit: ReadCredit | None = None) -> None:
         """Carry ``effects`` out; what they route carries the read credit ``credit``."""

@@ -112,7 +112,7 @@ class Actor:
                                             self.connection))
 
     def packets(self) -> list[Packet]:
-        """What reaches the client, as SessionActor._carry_out writes it: the packets of
+        """What reaches the client, as SessionActor.carry_out writes it: the packets of
         each Send, and a Route's PUBACK/PUBREC once the message is handed on."""
         out: list[Packet] = []
         for effect in self.carried:

@@ -121,6 +121,7 @@ def test_a_memory_node_binds_the_direct_paths() -> None:
         actor = new_actor(node, CID, loop, lambda: 1.0, woken=False)
     finally:
         loop.close()
-    assert actor._run == actor._carry_out  # noqa: SLF001
-    assert actor._send_now == actor._write_now  # noqa: SLF001
-    assert actor._deliver == actor._deliver_direct  # noqa: SLF001
+    output = actor._output  # noqa: SLF001
+    assert actor._run == actor.carry_out  # noqa: SLF001
+    assert output.send_now == output._write_now  # noqa: SLF001
+    assert actor._deliver == output.deliver_direct  # noqa: SLF001

@@ -70,7 +70,7 @@ def session_figures(node: Node) -> SessionFigures:
     for ref in list(node.names.sessions.values()):
         try:
             actor = actor_of(ref)
-        except (TypeError, AttributeError):  # a Sleeping placeholder: nothing in memory
+        except (TypeError, AttributeError):  # an Asleep or Waking entry: nothing in memory
             continue
         core = getattr(actor, "core", None)
         if core is None:

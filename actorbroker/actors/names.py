@@ -1,4 +1,4 @@
-"""Actors layer: the node's name table, names -> live actor refs (Erlang's ``via``). Stdlib and pykka only.
+"""Actors layer: the node's name table, names -> live actor refs (Erlang's ``via``). Stdlib, pykka, session, metrics and the actors' messages.
 
 Actors find each other by name, never by a remembered ref: a ref dies with
 its actor, a name survives a restart. :class:`Names` maps a session's client
@@ -25,18 +25,99 @@ A singleton's name keeps its last ref while it is down (a ``tell`` then
 raises ``ActorDeadError``); a name never registered (no storage in memory
 mode) reads None.
 
+A hibernated session has no actor: its entry is an :class:`Asleep` record
+(actors/storage/keeper.py tells the story). When its client connects, the
+gateway replaces it with a :class:`Waking` entry and starts the actor with
+``StartMode.WAKE``; the actor's own ref replaces that when it registers, or
+the gateway puts the :class:`Asleep` back if the start failed. Both entries
+take a ``Deliver`` without raising: they count what the log's fold did not
+queue (QoS 0, a refused QoS 1/2) and drop it.
+
 There is one table per node (per :class:`~actorbroker.app.Broker`), not one
 per process, so that tests can run several brokers in one process.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
 from pykka import ActorRef
 
-__all__ = ["Names", "Singleton"]
+from actorbroker.metrics import BrokerMetrics
+from actorbroker.session.suboptions import select
+
+from .messages import Deliver, DeliverMatched
+
+__all__ = ["Asleep", "Names", "Singleton", "Waking"]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Asleep:
+    """The name table's entry for a hibernated session: no actor, its state in the log.
+
+    Identity matters (``eq=False``): the keeper's deadlines are for one hibernation,
+    and a later one puts a new record in place.
+    """
+
+    client_id: str
+    metrics: BrokerMetrics
+
+    def tell(self, message: Any) -> None:
+        """A ``Deliver``/``DeliverMatched`` is counted and dropped (its QoS 1/2 messages
+        were queued by the fold); anything else is dropped. Never raises."""
+        cls = type(message)
+        if cls is Deliver or cls is DeliverMatched:
+            if message.credit is not None:
+                message.credit.take()  # an offline session holds no publisher back
+            self._count_losses(message)
+
+    def _count_losses(self, message: Deliver | DeliverMatched) -> None:
+        """Count what the log's fold did not queue for this session: QoS 0 (offline), and
+        QoS 1/2 the log refused (a full disk: nowhere to keep it). The rest comes back
+        with the session; an MQTT 5 message its subscriptions' No Local excludes was never
+        for it. Each message at the QoS its copy would have had."""
+        qos0 = unlogged = 0
+        for m in message.messages:
+            if isinstance(message, Deliver):
+                qos = min(m.qos, message.qos)
+            else:
+                selected = select(message.matches, m.publisher, self.client_id)
+                if selected is None:
+                    continue
+                qos = min(m.qos, selected.qos)
+            if not qos:
+                qos0 += 1
+            elif m.log_offset < 0:
+                unlogged += 1
+        topic = message.messages[0].topic
+        if qos0:
+            self.metrics.drop("offline_qos0", qos0, client_id=self.client_id, topic=topic)
+        if unlogged:
+            self.metrics.drop("session_unavailable", unlogged, client_id=self.client_id,
+                              topic=topic)
+
+    def is_alive(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Waking:
+    """The entry of a hibernated session whose actor the gateway is starting (``WAKE``).
+
+    Its client is connecting: the keeper neither expires it nor sends its Will (it
+    looks again a tick later). It takes Delivers as its ``asleep`` does; ``asleep`` goes
+    back in place if the start fails.
+    """
+
+    asleep: Asleep
+
+    def tell(self, message: Any) -> None:
+        self.asleep.tell(message)
+
+    def is_alive(self) -> bool:
+        return False
 
 
 class Singleton(Enum):
@@ -84,6 +165,19 @@ class Names:
         """``ref`` now serves ``client_id`` (replacing a dead or retired holder)."""
         self.sessions[client_id] = ref
 
+    def is_asleep(self, client_id: str) -> bool:
+        """True if ``client_id``'s session is hibernated (:class:`Asleep`, or :class:`Waking`:
+        no actor yet, the log holds its queue)."""
+        entry: object = self.sessions.get(client_id)
+        return type(entry) in _ASLEEP
+
+    def asleep(self, client_id: str) -> Asleep | None:
+        """The :class:`Asleep` record of ``client_id``'s hibernation, also while it wakes."""
+        entry: object = self.sessions.get(client_id)
+        if type(entry) is Waking:
+            return entry.asleep
+        return entry if type(entry) is Asleep else None
+
     def unregister_session(self, client_id: str, ref: ActorRef[Any]) -> bool:
         """Forget ``client_id`` if ``ref`` still holds it; False if someone else does."""
         if self.sessions.get(client_id) is ref:
@@ -101,3 +195,6 @@ class Names:
             del self.topics[topic]
             return True
         return False
+
+
+_ASLEEP = (Asleep, Waking)

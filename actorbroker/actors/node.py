@@ -176,8 +176,6 @@ class Node:
     durability: DurabilitySettings | None = None
     #: Backoff of in-session resends to MQTT 3.x clients ([retry]); None: off.
     retransmit: BackoffPolicy | None = None
-    #: Client ids whose hibernated session a CONNECT is waking (actors/storage/keeper.py).
-    woken: set[str] = field(default_factory=set)
     started_at: float = field(default_factory=time.monotonic)
     _epochs: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 

@@ -28,8 +28,9 @@ A QoS 1 PUBACK / QoS 2 PUBREC (``Route.ack``) is sent after its message was
 handed on (the "accepted" step); :mod:`.sessions.journal` holds it until the
 commit log has the record.
 
-Life: started by the gateway (or restarted by its supervisor after a
-crash); ``on_start`` registers the name and takes back the subscriptions
+Life: started by the gateway (``StartMode.FRESH``, or ``WAKE`` for a
+hibernated session) or restarted by its supervisor after a crash
+(``RESTART``: :mod:`.sessions.start`); ``on_start`` registers the name and takes back the subscriptions
 (and durable state) of a persistent session. Connections come and go
 (:mod:`.session_conn`). When the session ends (clean session disconnected,
 expiry) the actor *retires*: it drops its name and stops. MQTT 5 messages
@@ -93,6 +94,7 @@ from .session_conn import ConnectionLifecycle, about, peer
 from .session_durable import DurableSession
 from .sessions.output import Output
 from .sessions.retransmit import Retransmit, Retransmitter
+from .sessions.start import StartMode
 from .storage.requests import Durable, Fetched, NotDurable
 
 __all__ = ["SessionActor"]
@@ -106,7 +108,7 @@ class SessionActor(ConnectionLifecycle, Mqtt5Session, DurableSession, LoopActor)
     :class:`~.sessions.host.SessionHost` to its output and retransmission."""
 
     def __init__(self, client_id: str, node: Node, *, redispatch: Callable[[Attach], None],
-                 restarted: bool = False) -> None:
+                 start: StartMode = StartMode.FRESH) -> None:
         super().__init__()
         self.client_id = client_id
         self._node = node
@@ -124,7 +126,7 @@ class SessionActor(ConnectionLifecycle, Mqtt5Session, DurableSession, LoopActor)
         self._router = PublishRouter(node, self.actor_ref)
         self._forward: dict[int, Any] = {}  # conn id -> port of a connection handed back
         self._retired = False
-        self._restarted = restarted
+        self._start_mode = start  # the gateway's FRESH or WAKE, or its supervisor's RESTART
         #: The epoch of this session's current subscriptions (see actors.messages: stale
         #: Delivers are ignored).
         self.epoch = node.next_epoch()
@@ -176,7 +178,7 @@ class SessionActor(ConnectionLifecycle, Mqtt5Session, DurableSession, LoopActor)
             self._run(self._core.restore(subscriptions, self._now()))
             log.info("client %s: session restored with %d subscription(s) after a restart",
                      shown(self.client_id), len(subscriptions))
-        elif self._restarted:
+        elif self._start_mode is StartMode.RESTART:
             self._retire()  # nothing survived the crash
 
     def on_stop(self) -> None:

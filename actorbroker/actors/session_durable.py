@@ -35,14 +35,14 @@ from actorbroker.session import EXPIRY_TIMER, AppMessage, Delivery, Effect, Sess
 from supervisors import send_after, tell_if_alive
 
 from .messages import Deliver, SessionEnded
-from .names import Singleton
+from .names import Asleep, Singleton
 from .node import Node
 from .sessions.journal.hold import Release
 from .sessions.journal.interface import Journal, journal_for
 from .sessions.journal.memory import MemoryJournal
 from .sessions.output import Output
 from .sessions.retransmit import Retransmitter
-from .storage.keeper import Sleeping
+from .sessions.start import StartMode
 from .storage.requests import Hibernated, SessionLoad
 
 __all__ = ["DurableSession"]
@@ -60,7 +60,7 @@ class DurableSession:
     _timers: dict[str, Any]
     _retired: bool
     _claim: int
-    _restarted: bool
+    _start_mode: StartMode
     _journal: Journal
     _credit: ReadCredit | None
     #: Carry out the core's effects, through the journal if it may hold them: bound once
@@ -133,7 +133,7 @@ class DurableSession:
         serve when the registry has none.
         """
         journal = self._journal
-        load: SessionLoad | None = await journal.load(self._restarted)
+        load: SessionLoad | None = await journal.load(self._start_mode)
         if load is None:
             return False
         core, now = self._core, self._now()
@@ -151,7 +151,7 @@ class DurableSession:
                  len(flights), len(load.queue))
         if load.connected:
             self._run([])  # journal the end of the connection its previous actor had
-        if self._restarted:
+        if self._start_mode is StartMode.RESTART:
             journal.settle()
         return True
 
@@ -187,10 +187,10 @@ class DurableSession:
         return not self._retired and all(name == EXPIRY_TIMER for name in self._timers)
 
     def hibernate(self, will: WillSet | None, due: float) -> None:
-        """Hand the name to a placeholder (see actors/storage/keeper.py), tell the keeper (with
+        """Hand the name to an Asleep record (see actors/storage/keeper.py), tell the keeper (with
         ``will``, a Will taken back from the log, due at ``due``), stop."""
-        sleeping: Any = Sleeping(self.client_id, self._node)
-        self._node.names.register_session(self.client_id, sleeping)
+        asleep: Any = Asleep(self.client_id, self._node.metrics)
+        self._node.names.register_session(self.client_id, asleep)
         log.debug("client %s: offline session hibernated", shown(self.client_id))
         self._retire()
         expiry = self._core.session_expiry

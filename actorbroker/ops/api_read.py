@@ -68,7 +68,7 @@ def session_actor(ctx: OpsContext, client_id: str) -> Any:
         return None
     try:
         actor = actor_of(ref)
-    except (TypeError, AttributeError):  # a Sleeping placeholder
+    except (TypeError, AttributeError):  # an Asleep or Waking entry (hibernated)
         return None
     return actor if actor is not None and hasattr(actor, "core") else None
 

@@ -117,10 +117,13 @@ class _Storage:
 
 
 def test_reachable_members() -> None:
-    from actorbroker.actors.storage.keeper import Sleeping
-    sessions = {"live": _Ref(True), "dead": _Ref(False), "asleep": Sleeping("asleep", None)}
+    from actorbroker.actors.names import Asleep, Waking
+    from actorbroker.metrics import BrokerMetrics
+    asleep = Asleep("asleep", BrokerMetrics())
+    sessions = {"live": _Ref(True), "dead": _Ref(False), "asleep": asleep,
+                "waking": Waking(Asleep("waking", BrokerMetrics()))}
     with_log = Reachable(sessions, _Storage())
-    assert {"live", "asleep"} == set(with_log)
+    assert {"live", "asleep", "waking"} == set(with_log)
     assert "dead" not in with_log and "nobody" not in with_log
     assert set(Reachable(sessions, None)) == {"live"}  # no commit log: a hibernated one cannot
 

@@ -36,6 +36,7 @@ from actorbroker.actors.messages import (AddSubscriptions, RemoveSubscriptions, 
 from actorbroker.actors.names import Singleton
 from actorbroker.actors.node import Node, NodeSettings
 from actorbroker.actors.session import SessionActor
+from actorbroker.actors.sessions.start import StartMode
 from actorbroker.actors.storage.reads import load_routing, load_session, message_at
 from actorbroker.actors.storage.recovery import restart_records
 from actorbroker.codec import Packet, Subscription
@@ -237,14 +238,13 @@ def new_node(config: SessionConfig, log: MemoryLog, registry: MemoryRegistry) ->
 
 
 def new_actor(node: Node, client_id: str, loop: asyncio.AbstractEventLoop,
-              clock: Callable[[], float], *, woken: bool) -> Shell:
-    """A session actor as the gateway starts one: ``woken`` for a client id whose session
-    the log holds (a hibernated one, or any after a restart). Then :func:`run_start`."""
-    if woken:
-        node.woken.add(client_id)
+              clock: Callable[[], float], *, start: StartMode) -> Shell:
+    """A session actor as the gateway starts one: ``start`` WAKE for a client id whose
+    session the log holds (a hibernated one, or any after a restart), FRESH for one it
+    does not. Then :func:`run_start`."""
     supervisors.use_loop(loop)
     try:
-        actor = Shell(client_id, node, redispatch=_no_gateway)
+        actor = Shell(client_id, node, redispatch=_no_gateway, start=start)
     finally:
         supervisors.use_loop(None)
     actor._clock = clock  # noqa: SLF001 (the machine's time, not the loop's)

@@ -25,6 +25,7 @@ from actorbroker.actors.names import Singleton
 from actorbroker.actors.node import Node, NodeSettings
 from actorbroker.actors.sessions.journal.log import LogJournal
 from actorbroker.actors.sessions.journal.memory import MemoryJournal
+from actorbroker.actors.sessions.start import StartMode
 from actorbroker.codec import (Connect, Disconnect, Packet, PingReq, PubAck, PubComp, PubRec,
                                PubRel, Publish, Subscribe, Subscription, Unsubscribe)
 from actorbroker.ports import ConnectionLost, Inbound
@@ -64,7 +65,7 @@ def run_script(storage: bool) -> tuple[list[Packet], list[tuple[str, bytes]], ty
         node.names.register(Singleton.REGISTRY, registry)  # type: ignore[arg-type]
     loop = asyncio.new_event_loop()
     try:
-        actor = run_start(new_actor(node, CID, loop, lambda: 1.0, woken=False))
+        actor = run_start(new_actor(node, CID, loop, lambda: 1.0, start=StartMode.FRESH))
         journal = type(actor._journal)  # noqa: SLF001
         conn = Conn(lambda _conn, packets: received.extend(packets), lambda _conn: None)
 
@@ -118,7 +119,7 @@ def test_a_memory_node_binds_the_direct_paths() -> None:
     node.names.register(Singleton.REGISTRY, registry)  # type: ignore[arg-type]
     loop = asyncio.new_event_loop()
     try:
-        actor = new_actor(node, CID, loop, lambda: 1.0, woken=False)
+        actor = new_actor(node, CID, loop, lambda: 1.0, start=StartMode.FRESH)
     finally:
         loop.close()
     output = actor._output  # noqa: SLF001

@@ -41,7 +41,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from actorbroker.actors.storage.requests import Append, Durable
 from actorbroker.actors.sessions.journal.hold import with_offset
-from actorbroker.actors.storage.keeper import Sleeping
+from actorbroker.actors.names import Asleep
+from actorbroker.actors.sessions.start import StartMode
 from actorbroker.actors.messages import Attach, Deliver
 from actorbroker.codec import (ConnAck, Connect, Disconnect, Packet, Properties, PubAck, PubComp,
                                PubRec, PubRel, Publish, SubAck, Subscribe, Subscription)
@@ -187,7 +188,7 @@ class DurableSessionMachine(RuleBasedStateMachine):
         for cid, granted, epoch in self.registry.subscribers(TOPIC):
             if cid == CID and self.live() is not None:
                 self.boxes["topic"].append(Deliver((message,), granted, epoch))
-            # else: a Sleeping placeholder takes it (a no-op: the fold queued it)
+            # else: an Asleep entry takes it (a no-op: the fold queued it)
 
     def receive(self, conn: Conn, packets: tuple[Packet, ...]) -> None:
         if conn is not self.conn:
@@ -236,9 +237,9 @@ class DurableSessionMachine(RuleBasedStateMachine):
         if clean and not v5:
             clean = False  # MQTT 3 Clean Session 1 is not durable: not modelled (see report)
         if self.live() is None:
-            woken = isinstance(self.node.names.sessions.get(CID), Sleeping)
+            start = StartMode.WAKE if self.node.names.is_asleep(CID) else StartMode.FRESH
             # Named before it loads: a message routed meanwhile reaches it (the horizon case).
-            self.actor = new_actor(self.node, CID, self.loop, lambda: self.now, woken=woken)
+            self.actor = new_actor(self.node, CID, self.loop, lambda: self.now, start=start)
             run_start(self.actor)
         if clean:  # the client starts over: nothing before this is owed
             self.app, self.twice, self.qos2_ids, self.first_sent = [], [], set(), set()
@@ -331,9 +332,9 @@ class DurableSessionMachine(RuleBasedStateMachine):
         self.registry = MemoryRegistry(self.reply)
         self.node = new_node(self.config, self.log, self.registry)
         self.registry.load(self.log, self.node.next_epoch())
-        for image in self.log.state.offline():  # the keeper's placeholders
-            self.node.names.register_session(image.client_id, Sleeping(image.client_id,
-                                                                       self.node))
+        for image in self.log.state.offline():  # the keeper's Asleep entries
+            self.node.names.register_session(image.client_id, Asleep(  # type: ignore[arg-type]
+                image.client_id, self.node.metrics))
         self.actor = None
         self.offsets = {n: o for n, o in self.offsets.items() if o < len(self.log.records)}
         # The publisher resends what it got no PUBACK for; not modelled: those are not owed.

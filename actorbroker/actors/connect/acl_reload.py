@@ -5,7 +5,7 @@
 force) and, with an ACL, tells every session actor ``Reauthorize``: each
 re-checks its client's subscriptions against the new rules (revoking what
 they no longer grant) and checks its next PUBLISH and SUBSCRIBE by them. A
-hibernated session (a ``Sleeping`` placeholder, no actor) is checked when
+hibernated session (an ``Asleep`` entry, no actor) is checked when
 its client connects again. The broker runs it on SIGHUP and when the files
 change (``actorbroker/reload.py``).
 """
@@ -15,8 +15,8 @@ from __future__ import annotations
 from supervisors import Teller, tell_if_alive
 
 from ..messages import Reauthorize
+from ..names import Asleep, Waking
 from ..node import Node
-from ..storage.keeper import Sleeping
 
 __all__ = ["reload_auth_files"]
 
@@ -27,10 +27,10 @@ def reload_auth_files(node: Node) -> str:
     assert security is not None
     loaded = security.reload()
     if security.acl_file:
-        # Teller: the table also holds hibernated sessions' placeholders (Sleeping).
+        # Teller: the table also holds hibernated sessions' entries (Asleep, Waking).
         refs: list[Teller] = list(node.names.sessions.values())
         for ref in refs:
-            if type(ref) is not Sleeping:
+            if not isinstance(ref, Asleep | Waking):
                 # One that stopped meanwhile: its successor takes the ACL at its attach.
                 tell_if_alive(ref, Reauthorize())
     return "; ".join(loaded)

@@ -62,10 +62,10 @@ from actorbroker.session import Accepted, Refused, auth_method_served, decide, r
 from supervisors import ChildSpec, LoopFuture, Restart, Teller, start_sharded_child
 
 from ..messages import Attach
-from ..names import Singleton
+from ..names import Asleep, Singleton, Waking
 from ..node import Node
 from ..session import SessionActor
-from ..storage.keeper import Sleeping
+from ..sessions.start import StartMode
 from .enhanced_auth import AuthPort
 from .login import Admitted, Login
 from .password_checks import PasswordChecks
@@ -258,21 +258,39 @@ class SessionGateway:
             waiting.append(port)
             return
         names = self._node.names
-        ref: Any = names.sessions.get(client_id)  # a session actor or a Sleeping
-        if ref is not None:
-            try:
-                port.bind(ref)
-                return
-            except ActorDeadError:
-                # A hibernated session's placeholder keeps its name until the new actor
-                # registers: topic actors meanwhile leave logged messages to the fold
-                # (the actor loads them) instead of finding no session and dropping them.
-                if type(ref) is not Sleeping:
-                    names.unregister_session(client_id, ref)
+        entry: Any = names.sessions.get(client_id)
+        match entry:
+            case None:
+                mode = StartMode.FRESH
+            case Asleep():
+                # Reason: a hibernated session has no actor, and its client connects.
+                # Precondition: the keeper must not expire it, nor send its Will, while its
+                # actor loads it; topic actors must keep leaving its messages to the fold
+                # (counted, never raised) rather than find no session and drop them.
+                # Solution: the entry becomes Waking (it takes Delivers as Asleep does, the
+                # keeper defers its deadlines) until the actor registers its own ref; a
+                # failed start puts the same Asleep back (_started).
+                names.register_session(client_id, Waking(entry))  # type: ignore[arg-type]
+                mode = StartMode.WAKE
+            case Waking():
+                # Reason: Waking, but no start in flight (none in _starting). It should not
+                # happen: the actor registers its ref first thing in on_start, the
+                # supervisor reports a start only after on_start, and a start that failed
+                # put Asleep back (_started).
+                # Precondition: if it ever does, the log holds the session: never FRESH.
+                # Solution: wake it again; the entry stays Waking until the actor registers.
+                mode = StartMode.WAKE
+            case _:
+                try:
+                    port.bind(entry)
+                    return
+                except ActorDeadError:
+                    names.unregister_session(client_id, entry)
+                    mode = StartMode.FRESH
         self._starting[client_id] = [port]
-        self._start(client_id)
+        self._start(client_id, mode)
 
-    def _start(self, client_id: str) -> None:
+    def _start(self, client_id: str, mode: StartMode) -> None:
         node = self._node
         sessions = node.names.whereis(Singleton.SESSIONS)
         if sessions is None:
@@ -280,7 +298,7 @@ class SessionGateway:
             return
         spec = ChildSpec(
             id=client_id,
-            start=SessionStarter(client_id, node, SessionActor.start, self.redispatch),
+            start=SessionStarter(client_id, node, SessionActor.start, self.redispatch, mode),
             restart=Restart.TRANSIENT,
         )
         future: LoopFuture[ActorRef[Any]] = start_sharded_child(sessions, client_id, spec)
@@ -300,8 +318,12 @@ class SessionGateway:
 
     def _started(self, client_id: str, ref: ActorRef[Any] | None) -> None:
         ports = self._starting.pop(client_id, [])
-        if ref is None:  # a woken session stays asleep: the keeper may expire it again
-            self._node.woken.discard(client_id)
+        if ref is None:
+            names = self._node.names
+            entry: object = names.sessions.get(client_id)
+            if type(entry) is Waking:  # it stays asleep: the keeper may expire it again
+                asleep: Any = entry.asleep
+                names.register_session(client_id, asleep)
         for port in ports:
             if ref is not None:
                 try:
@@ -317,26 +339,27 @@ class SessionGateway:
 
 
 class SessionStarter:
-    """A session child's start function; the first call starts it fresh, later ones are restarts.
+    """A session child's start function; the first call starts it in ``mode`` (FRESH or
+    WAKE: the gateway's choice), later ones are its supervisor's restarts (RESTART).
 
     Each session gets the gateway's ``redispatch``, for the Attaches that reach it
     while it retires (a callable, so that the node need not hold the gateway).
     """
 
-    __slots__ = ("_client_id", "_node", "_redispatch", "_start", "_starts")
+    __slots__ = ("_client_id", "_mode", "_node", "_redispatch", "_start")
 
     def __init__(self, client_id: str, node: Node, start: Callable[..., ActorRef[Any]],
-                 redispatch: Callable[[Attach], None]) -> None:
+                 redispatch: Callable[[Attach], None], mode: StartMode = StartMode.FRESH) -> None:
         self._client_id = client_id
         self._node = node
         self._start = start
         self._redispatch = redispatch
-        self._starts = 0
+        self._mode = mode
 
     def __call__(self) -> ActorRef[Any]:
-        self._starts += 1
+        mode, self._mode = self._mode, StartMode.RESTART
         ref: ActorRef[Any] = self._start(self._client_id, self._node, redispatch=self._redispatch,
-                                         restarted=self._starts > 1)
+                                         start=mode)
         return ref
 
 

@@ -3,25 +3,27 @@
 A durable session whose client is gone costs an actor (several KiB) for
 nothing: its queue is in the commit log and the storage actor's fold holds
 it as offsets. So the session actor *hibernates*: it journals, stops, and
-a :class:`Sleeping` placeholder takes its place in the name table. For the
-rest of the broker the session still exists:
+an :class:`~actorbroker.actors.names.Asleep` record takes its place in the
+name table. For the rest of the broker the session still exists:
 
 * a topic actor's ``Deliver`` (or MQTT 5 ``DeliverMatched``) to it is a
   no-op (QoS 1/2 messages were queued by the fold when their ``PublishAccepted``
   was stored; QoS 0 is dropped and counted ``offline_qos0``, as for any
   offline client);
-* a CONNECT of its client id finds the placeholder dead (``tell`` raises
-  ``ActorDeadError``), so the gateway starts a new session actor, which
-  loads the state from the storage actor and resumes;
+* a CONNECT of its client id finds it Asleep: the gateway puts a ``Waking``
+  entry in its place and starts a session actor with ``StartMode.WAKE``,
+  which loads the state from the storage actor and resumes (a failed start
+  puts the Asleep record back);
 * it counts in ``$SYS`` as a disconnected client.
 
 The keeper starts after the registry and the sessions supervisor: it asks
 the storage actor for every offline durable session (after a restart: all
-of them), puts their placeholders in place, and expires each one when its
-Session Expiry Interval has run out (registry and log told, placeholder
-removed). It also ticks the storage actor every second (retention,
-checkpoints, probing a full disk) and counts the drops the fold reports
-for offline queues.
+of them), puts their Asleep records in place, and expires each one when its
+Session Expiry Interval has run out (registry and log told, entry
+removed). Only an Asleep entry expires or has its Will sent: a Waking one's
+client is connecting (see :meth:`KeeperActor._waking`). It also ticks the
+storage actor every second (retention, checkpoints, probing a full disk)
+and counts the drops the fold reports for offline queues.
 
 **Wills after a restart.** It also publishes the Wills that no session
 actor will: after a crash (kill -9), those of the connections the crash
@@ -56,12 +58,12 @@ from actorbroker.durable import NEVER
 from actorbroker.durable.journal import publish_record, will_of
 from actorbroker.persistence.records import Record, SessionExpired, WillSent, WillSet
 from actorbroker.session import AppMessage
-from actorbroker.session.suboptions import select
 from supervisors import LoopActor, send_after, tell_if_alive
 
 from ..admin import ExpireSession
 from ..sessions.journal.hold import with_offset
-from ..messages import Attach, Deliver, DeliverMatched, RouteViaRegistry, SessionEnded, Timer
+from ..messages import RouteViaRegistry, SessionEnded, Timer
+from ..names import Asleep, Waking
 from ..node import Node
 from .requests import (
     Append,
@@ -75,7 +77,7 @@ from .requests import (
     Tick,
 )
 
-__all__ = ["KeeperActor", "Sleeping"]
+__all__ = ["KeeperActor"]
 
 log = logging.getLogger("actorbroker.session")
 
@@ -84,67 +86,16 @@ TICK_SECONDS = 1.0
 _EXPIRY, _WILL = "expiry", "will"
 
 
-class Sleeping:
-    """The name table's entry for a hibernated session (see the module doc)."""
-
-    __slots__ = ("_node", "client_id")
-
-    def __init__(self, client_id: str, node: Node) -> None:
-        self.client_id = client_id
-        self._node = node
-
-    def tell(self, message: Any) -> None:
-        cls = type(message)
-        if cls is Deliver or cls is DeliverMatched:
-            if message.credit is not None:
-                message.credit.take()  # an offline session holds no publisher back
-            self._count_losses(message)
-            return
-        if type(message) is Attach:  # the gateway starts a session actor, which loads it
-            self._node.woken.add(self.client_id)
-        raise ActorDeadError(f"the session of {self.client_id!r} is hibernated")
-
-    def _count_losses(self, message: Deliver | DeliverMatched) -> None:
-        """Count what the log's fold did not queue for this session: QoS 0 (offline), and
-        QoS 1/2 the log refused (a full disk: nowhere to keep it). The rest comes back
-        with the session; an MQTT 5 message its subscriptions' No Local excludes was never
-        for it. Each message at the QoS its copy would have had."""
-        qos0 = unlogged = 0
-        for m in message.messages:
-            if isinstance(message, Deliver):
-                qos = min(m.qos, message.qos)
-            else:
-                selected = select(message.matches, m.publisher, self.client_id)
-                if selected is None:
-                    continue
-                qos = min(m.qos, selected.qos)
-            if not qos:
-                qos0 += 1
-            elif m.log_offset < 0:
-                unlogged += 1
-        metrics, topic = self._node.metrics, message.messages[0].topic
-        if qos0:
-            metrics.drop("offline_qos0", qos0, client_id=self.client_id, topic=topic)
-        if unlogged:
-            metrics.drop("session_unavailable", unlogged, client_id=self.client_id, topic=topic)
-
-    def is_alive(self) -> bool:
-        return False
-
-    def __repr__(self) -> str:
-        return f"<Sleeping session {self.client_id!r}>"
-
-
 class KeeperActor(LoopActor):
-    """Hibernated sessions' placeholders, expiry and Wills; the storage actor's ticks."""
+    """Hibernated sessions' entries, expiry and Wills; the storage actor's ticks."""
 
     def __init__(self, node: Node) -> None:
         super().__init__()
         self._node = node
-        # (when, tie-breaker, _EXPIRY or _WILL, client id, the placeholder it is for)
-        self._deadlines: list[tuple[float, int, str, str, Sleeping]] = []
+        # (when, tie-breaker, _EXPIRY or _WILL, client id, the Asleep record it is for)
+        self._deadlines: list[tuple[float, int, str, str, Asleep]] = []
         self._order = itertools.count()
-        self._wills: dict[str, tuple[WillSet, Sleeping]] = {}  # pending, of hibernated sessions
+        self._wills: dict[str, tuple[WillSet, Asleep]] = {}  # pending, of hibernated sessions
         self._sending: dict[int, tuple[str, AppMessage]] = {}  # token -> Will being stored
         self._tokens = 0
         self._timer: asyncio.TimerHandle | None = None
@@ -157,11 +108,16 @@ class KeeperActor(LoopActor):
             now, wall = self._now(), time.time()
             for session in offline:
                 running: Any = node.names.sessions.get(session.client_id)
-                if running is not None and running.is_alive():
-                    continue  # the keeper restarted alone: that session kept its actor
-                sleeping: Any = Sleeping(session.client_id, node)
+                sleeping = node.names.asleep(session.client_id)
+                if sleeping is None:
+                    if running is not None and running.is_alive():
+                        continue  # the keeper restarted alone: that session kept its actor
+                    sleeping = Asleep(session.client_id, node.metrics)
+                    entry: Any = sleeping
+                    node.names.register_session(session.client_id, entry)
+                # else: the keeper restarted alone; the record stays (a Waking one's
+                # start puts it back if it fails), its deadlines are pushed again.
                 node.owners.restore(session.client_id, session.owner)
-                node.names.register_session(session.client_id, sleeping)
                 if session.expiry != NEVER:
                     left = max(0.0, session.since + session.expiry - wall)
                     self._push(now + left, _EXPIRY, session.client_id, sleeping)
@@ -184,7 +140,7 @@ class KeeperActor(LoopActor):
     def _now(self) -> float:
         return self.actor_loop.time()
 
-    def _push(self, when: float, kind: str, client_id: str, sleeping: Sleeping) -> None:
+    def _push(self, when: float, kind: str, client_id: str, sleeping: Asleep) -> None:
         heapq.heappush(self._deadlines, (when, next(self._order), kind, client_id, sleeping))
 
     def on_receive(self, message: Any) -> Any:
@@ -208,17 +164,23 @@ class KeeperActor(LoopActor):
 
     def _expire_now(self, client_id: str) -> bool:
         """An operator deleted a hibernated session: expire it now (its deadline, still in
-        the heap, then finds the placeholder gone and does nothing)."""
-        sleeping = self._node.names.sessions.get(client_id)
-        if not isinstance(sleeping, Sleeping) or client_id in self._node.woken:
+        the heap, then finds the entry gone and does nothing). Not a Waking one: its
+        client is connecting (the operator's API then sees it online)."""
+        sleeping: object = self._node.names.sessions.get(client_id)
+        if type(sleeping) is not Asleep:
             return False
         log.info("client %r: offline session deleted by an operator", client_id)
         self._expire(client_id, sleeping)
         return client_id not in self._node.names.sessions
 
     def _hibernated(self, message: Hibernated) -> None:
-        ref = self._node.names.sessions.get(message.client_id)
-        if not isinstance(ref, Sleeping):
+        # Reason: the session registers its Asleep record, then tells the keeper; a CONNECT
+        # in between may already have made it Waking.
+        # Precondition: the deadlines must hold whether the wake succeeds or fails.
+        # Solution: they are for the Asleep record, also found inside a Waking entry; a
+        # successful wake replaces both, and the deadline then finds neither.
+        ref = self._node.names.asleep(message.client_id)
+        if ref is None:
             return
         if message.expiry != NEVER:
             self._push(self._now() + message.expiry, _EXPIRY, message.client_id, ref)
@@ -237,12 +199,12 @@ class KeeperActor(LoopActor):
                 self._will_due(client_id, sleeping)
         self._arm()
 
-    def _expire(self, client_id: str, sleeping: Sleeping) -> None:
+    def _expire(self, client_id: str, sleeping: Asleep) -> None:
         node = self._node
-        placeholder: Any = sleeping
-        if client_id in node.woken:
-            return  # its client is connecting: the session actor starting now takes it over
-        if not node.names.unregister_session(client_id, placeholder):
+        if self._waking(client_id, sleeping, _EXPIRY):
+            return
+        entry: Any = sleeping
+        if not node.names.unregister_session(client_id, entry):
             return  # resumed (or expired) since
         log.info("client %s: offline session expired", shown(client_id))
         pending = self._wills.get(client_id)
@@ -265,8 +227,8 @@ class KeeperActor(LoopActor):
             if all(cid != client_id for cid, _ in self._sending.values()):
                 self._publish(client_id, pending.will)
             return
-        sleeping = self._node.names.sessions.get(client_id)
-        if not isinstance(sleeping, Sleeping):
+        sleeping = self._node.names.asleep(client_id)  # also while it wakes (_hibernated)
+        if sleeping is None:
             return  # a session actor runs: it took the session, and the Will, from the log
         self._wills[client_id] = (pending.will, sleeping)
         left = pending.due - time.time()
@@ -275,19 +237,36 @@ class KeeperActor(LoopActor):
         else:
             self._will_due(client_id, sleeping)
 
-    def _will_due(self, client_id: str, sleeping: Sleeping) -> None:
+    def _will_due(self, client_id: str, sleeping: Asleep) -> None:
         pending = self._wills.get(client_id)
         if pending is None or pending[1] is not sleeping:
             return  # sent, or for an earlier hibernation
+        if self._waking(client_id, sleeping, _WILL):
+            return
         current: Any = self._node.names.sessions.get(client_id)
         if current is not sleeping:
             del self._wills[client_id]  # resumed: the new session actor has the Will
             return
-        if client_id in self._node.woken:  # connecting: look again once its actor started
-            self._push(self._now() + TICK_SECONDS, _WILL, client_id, sleeping)
-            return
         del self._wills[client_id]
         self._publish(client_id, pending[0])
+
+    def _waking(self, client_id: str, sleeping: Asleep, kind: str) -> bool:
+        """True if ``sleeping`` is waking: its deadline of ``kind`` is pushed a tick on.
+
+        Reason: a client connects as its session's expiry (or Will) falls due; the gateway
+        has made the entry Waking and a session actor is loading it from the log.
+        Precondition: no expiry and no Will for a session whose client is connecting;
+        yet a failed start (the gateway puts ``sleeping`` back) must leave it expirable,
+        and its Will due, exactly as before the attempt.
+        Solution: while Waking, the deadline is not dropped but looked at again a tick
+        later; then the entry is the session actor's ref (the deadline finds neither
+        record: resumed), or ``sleeping`` again (it expires, or its Will goes, then).
+        """
+        entry: object = self._node.names.sessions.get(client_id)
+        if type(entry) is Waking and entry.asleep is sleeping:
+            self._push(self._now() + TICK_SECONDS, kind, client_id, sleeping)
+            return True
+        return False
 
     def _publish(self, client_id: str, will: WillSet) -> None:
         """Store the Will's records; route it once they are stored (:meth:`_stored`)."""

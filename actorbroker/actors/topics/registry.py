@@ -88,7 +88,6 @@ from ..messages import (
     TopicStarted,
 )
 from ..node import Node
-from ..storage.keeper import Sleeping
 from .grants import NO_GRANT, Grant
 from .registry_journal import DurableRegistry
 from .registry_slices import (SLICE, Continue, RegistryBacklog, RemoveWork, SlicedSubscriptions,
@@ -357,12 +356,12 @@ class RegistryActor(SlicedSubscriptions, DurableRegistry, LoopActor):
     def _deliver_shared(self, whole: str, client_id: str, final: bool,
                         message: AppMessage) -> bool:
         grant = self._shared.members(whole)[client_id]
-        ref: Any = self._node.names.sessions.get(client_id)  # an ActorRef or a Sleeping
+        ref: Any = self._node.names.sessions.get(client_id)  # an ActorRef, Asleep or Waking
         if ref is None:
             return False
         storage = self._node.names.storage()
         unqueued = journal_routed(storage, whole, client_id, (message,), grant)
-        if type(ref) is Sleeping:  # hibernated: the SharedRouted record is its queue
+        if self._node.names.is_asleep(client_id):  # the SharedRouted record is its queue
             return not unqueued
         if not tell_if_alive(ref, DeliverShared((message,), grant.qos, grant.epoch, whole, final,
                                                 grant.options)):

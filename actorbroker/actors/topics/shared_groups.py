@@ -48,7 +48,7 @@ from actorbroker.routing import FilterTrie, SharedFilter, SharedGroup, SharedStr
 from actorbroker.session import AppMessage
 from supervisors import Teller, tell_if_alive
 
-from ..storage.keeper import Sleeping
+from ..names import Asleep, Waking
 from ..storage.requests import Append
 from .grants import NO_GRANT, Grant
 
@@ -92,7 +92,7 @@ class Reachable(Collection[str]):
 
     def __contains__(self, client_id: object) -> bool:
         ref = self._sessions.get(client_id)  # type: ignore[call-overload]
-        if type(ref) is Sleeping:
+        if isinstance(ref, Asleep | Waking):  # hibernated: its queue is in the log
             return self._storage is not None
         return ref is not None and bool(ref.is_alive())
 

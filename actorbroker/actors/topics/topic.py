@@ -49,9 +49,8 @@ from ..messages import (
     Timer,
     TopicIdle,
 )
-from ..names import Singleton
+from ..names import Asleep, Singleton, Waking
 from ..node import Node
-from ..storage.keeper import Sleeping
 from .grants import NO_GRANT, Grant
 from .shared_groups import Reachable, SharedSlots, journal_routed
 from .subscribers import TopicSubscribers
@@ -132,9 +131,9 @@ class TopicActor(LoopActor):
             # Written before the member hears of them: the log orders it before anything
             # the member journals about these messages.
             unqueued = journal_routed(storage, whole, client_id, batch, grant)
-            ref: Any = sessions.get(client_id) if client_id else None  # or a Sleeping
+            ref: Any = sessions.get(client_id) if client_id else None  # or Asleep/Waking
             lost = len(batch)
-            if ref is not None and type(ref) is not Sleeping:
+            if ref is not None and not isinstance(ref, Asleep | Waking):
                 if credit is not None:
                     credit.hold(1)
                 if tell_if_alive(ref, DeliverShared(tuple(batch), grant.qos, grant.epoch, whole,
@@ -144,7 +143,7 @@ class TopicActor(LoopActor):
                     if credit is not None:
                         credit.take()  # never the last hold: the batch keeps its own
                     ref = sessions.get(client_id)  # it may have hibernated meanwhile
-            if type(ref) is Sleeping:  # the SharedRouted records are its queue
+            if isinstance(ref, Asleep | Waking):  # the SharedRouted records are its queue
                 lost = unqueued
             if lost:
                 node.metrics.drop("shared_unavailable", lost, client_id=client_id or None,

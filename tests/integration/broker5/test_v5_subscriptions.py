@@ -8,7 +8,7 @@ import pytest
 from mqtt5_testkit import Client5
 from mqtt_testkit import Client
 
-from actorbroker.actors.storage.keeper import Sleeping
+from actorbroker.actors.names import Asleep
 from actorbroker.app import RunningBroker
 from actorbroker.codec import ReasonCode
 from actorbroker.config import Config
@@ -144,7 +144,7 @@ def test_a_hibernated_session_with_options_counts_only_real_drops(
     sub.subscribe("hib/+", 1, subscription_id=9)
     sub.disconnect()
     broker.wait_until(lambda _: broker.call(
-        lambda: type(broker.node.names.sessions.get("sleeper")) is Sleeping))
+        lambda: type(broker.node.names.sessions.get("sleeper")) is Asleep))
     publisher = client5("hib-pub")
     publisher.publish("hib/x", b"kept", 1)
     publisher.publish("hib/x", b"qos0", 0)

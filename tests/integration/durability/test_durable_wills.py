@@ -18,7 +18,7 @@ from typing import Any
 from durability_kit import durable_config, raw, running
 
 from actorbroker.actors.faults import CrashForTest
-from actorbroker.actors.storage.keeper import Sleeping
+from actorbroker.actors.names import Asleep
 from actorbroker.codec import Connect, Properties, PubAck, Publish, Subscribe, Subscription, Will
 
 
@@ -65,7 +65,7 @@ def test_a_crashed_session_actor_publishes_no_will_twice_and_loses_none(tmp_path
             watch.send(PubAck(packet.packet_id))  # type: ignore[arg-type]
         assert set(got) == {"will/dur", "will/cln"}
         assert got["will/dur"] >= 1.0, f"after its Will Delay Interval: {got}"
-        wait_for(broker, lambda: type(broker.node.names.sessions.get("dur")) is Sleeping)
+        wait_for(broker, lambda: type(broker.node.names.sessions.get("dur")) is Asleep)
         marker = raw(broker)
         marker.connect("marker")
         marker.send(Publish("will/dur", b"marker", 1, False, False, 1),

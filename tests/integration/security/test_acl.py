@@ -219,7 +219,7 @@ def test_a_hibernated_sessions_queue_is_checked_when_it_comes_back(
     assert reader.recv() == SubAck(1, (1, 1))
     reader.disconnect()
     broker.wait_until(lambda _: broker.call(
-        lambda: type(broker.node.names.sessions.get("reader")).__name__) == "Sleeping")
+        lambda: broker.node.names.is_asleep("reader")))
     writer, _ = login(broker.host, broker.port, "writer", "writer", "w")
     writer.send(Publish("b/public", b"queued then revoked", 1, packet_id=1))
     assert writer.recv() == PubAck(1)

@@ -13,6 +13,7 @@ from actorbroker.codec import Connect, Packet
 from actorbroker.session import AppMessage, Effect
 
 from ...storage.requests import SessionLoad
+from ..start import StartMode
 from .hold import Release
 from .log import LogJournal
 from .memory import MEMORY
@@ -59,7 +60,7 @@ class Journal(Protocol):
     def pump(self) -> None: ...
 
     # start, sleep and stop
-    async def load(self, restarted: bool) -> SessionLoad | None: ...
+    async def load(self, start: StartMode) -> SessionLoad | None: ...
 
     def restored(self, load: SessionLoad) -> None: ...
 

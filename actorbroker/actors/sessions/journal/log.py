@@ -49,6 +49,7 @@ from ...storage.requests import (Append, Durable, Fetched, LoadSession, NotDurab
                                 SessionLoad)
 from ...topics.shared_groups import journal_handed_back
 from .hold import STOP, UNHELD, Held, HoldQueue, Release, expiry_of, now_us
+from ..start import StartMode
 from .records import derive
 from .resumed import ResumedQueue
 from .settings import DurabilitySettings
@@ -322,16 +323,11 @@ class LogJournal:
 
     # -- start ----------------------------------------------------------------------------
 
-    async def load(self, restarted: bool) -> SessionLoad | None:
+    async def load(self, start: StartMode) -> SessionLoad | None:
         """The durable state the log holds for this client id (None: none), asked of the
         storage actor when the actor was woken from hibernation or restarted."""
         storage = self._storage()
-        if storage is None:
-            return None
-        woken = self._node.woken
-        if self._cid in woken:
-            woken.discard(self._cid)
-        elif not restarted:
+        if storage is None or start is StartMode.FRESH:
             return None  # a new client id: the log has nothing of it (no ask on the way)
         load: SessionLoad | None = await storage.ask(LoadSession(self._cid), block=False)
         return load

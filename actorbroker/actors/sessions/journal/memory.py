@@ -19,6 +19,7 @@ from typing import Any
 from actorbroker.codec import Connect, Packet
 from actorbroker.session import AppMessage, Effect
 
+from ..start import StartMode
 from .hold import Release
 
 __all__ = ["MEMORY", "MemoryJournal"]
@@ -78,7 +79,7 @@ class MemoryJournal:
     def settle(self) -> None:
         pass
 
-    async def load(self, restarted: bool) -> None:
+    async def load(self, start: StartMode) -> None:
         return None  # no log to load from
 
     def restored(self, load: object) -> None:

@@ -3,7 +3,8 @@
 A real tree with a commit log (fsync) on the test's loop, fake connections
 (actors_testkit). A durable MQTT 5 session hibernates when its client goes
 (an ``Asleep`` entry takes its name); its next CONNECT makes the entry
-``Waking`` and starts one actor with ``StartMode.WAKE``. The keeper neither
+``Waking`` and starts one actor with ``StartMode.WAKE`` (its supervisor's
+restarts are ``RESTART``). The keeper neither
 expires nor ends a Waking session; a failed start puts the Asleep entry back,
 and the keeper expires it as before.
 """
@@ -89,6 +90,26 @@ def test_an_attach_to_a_hibernated_session_starts_one_actor_with_wake(
             ref = names.sessions.get("sleeper")
             assert ref is not None and ref.is_alive() and not names.is_asleep("sleeper")
             assert starts == [("sleeper", StartMode.FRESH), ("sleeper", StartMode.WAKE)]
+    run(main())
+
+
+def test_a_woken_actor_that_crashes_is_restarted_with_restart(
+        run: Run, tmp_path: Path, starts: list[tuple[str, StartMode]]) -> None:
+    async def main() -> None:
+        async with LoggedHarness(tmp_path) as h:
+            await _hibernated(h, "sleeper", 300)
+            conn = _v5(h, "sleeper", 300)
+            await conn.expect(ConnAck)
+            names = h.node.names
+            ref = names.sessions["sleeper"]
+            ref.tell("not a message")  # a bug: the actor crashes
+            await eventually(lambda: names.sessions.get("sleeper") not in (None, ref),
+                             timeout=10.0)
+            assert starts == [("sleeper", StartMode.FRESH), ("sleeper", StartMode.WAKE),
+                              ("sleeper", StartMode.RESTART)]
+            back = _v5(h, "sleeper", 300)
+            [connack] = await back.expect(ConnAck)
+            assert connack.reason_code == 0 and connack.session_present, connack
     run(main())
 
 
